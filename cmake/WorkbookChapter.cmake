@@ -1,0 +1,79 @@
+# WorkbookChapter.cmake — builds one chapter twice, from conventions alone:
+#
+#   solutions/NN_name/*.cpp      the reference library   chNN_solution
+#   chapters/NN_name/*.cpp       the student's library   chNN_student
+#   .../main_<prog>.cpp          a program chNN_<prog>, in bin/solution/ and bin/student/
+#   tests/NN_name/*.cpp          test_chNN_solution and test_chNN_student
+#
+# A new chapter is a new folder (and its chapter.json for the CLI): no CMake edits.
+
+# Registers a Catch2 binary with CTest, split by tag into the labels DESIGN.md
+# names: the default run excludes [slow], [timing] and [gpu] test cases, which
+# get their own CTest entries (only when some test in the folder uses the tag).
+function(workbook_add_tests target labels test_dir)
+  file(GLOB test_sources ${CMAKE_SOURCE_DIR}/${test_dir}/*.cpp)
+  set(env "WORKBOOK_TEST_LABELS=${labels}")
+  add_test(NAME ${target} COMMAND ${target} "~[slow]~[timing]~[gpu]")
+  set_tests_properties(${target} PROPERTIES LABELS "${labels}" TIMEOUT 600 ENVIRONMENT "${env}")
+  foreach(tag slow timing gpu)
+    set(uses_tag OFF)
+    foreach(source IN LISTS test_sources)
+      file(STRINGS ${source} hits REGEX "\\[${tag}\\]")
+      if(hits)
+        set(uses_tag ON)
+      endif()
+    endforeach()
+    if(uses_tag)
+      add_test(NAME ${target}_${tag} COMMAND ${target} "[${tag}]")
+      set_tests_properties(${target}_${tag} PROPERTIES LABELS "${labels};${tag}" TIMEOUT 1800 ENVIRONMENT "${env}")
+    endif()
+  endforeach()
+endfunction()
+
+function(workbook_add_chapter folder)
+  string(SUBSTRING ${folder} 0 2 number)
+  set(id ch${number})
+  foreach(flavor student solution)
+    if(flavor STREQUAL "student")
+      set(dir ${CMAKE_SOURCE_DIR}/chapters/${folder})
+    else()
+      set(dir ${CMAKE_SOURCE_DIR}/solutions/${folder})
+    endif()
+    file(GLOB sources CONFIGURE_DEPENDS ${dir}/*.cpp)
+    file(GLOB programs CONFIGURE_DEPENDS ${dir}/main_*.cpp)
+    if(programs)
+      list(REMOVE_ITEM sources ${programs})
+    endif()
+
+    if(NOT sources)
+      message(WARNING "${dir} has no sources: run `workbook dev sync` to generate chapters/ from solutions/")
+      continue()
+    endif()
+    add_custom_target(${id}_${flavor}_all)
+    add_library(${id}_${flavor} STATIC ${sources})
+    target_include_directories(${id}_${flavor} PUBLIC ${dir})
+    target_link_libraries(${id}_${flavor} PUBLIC workbook_common)
+    workbook_use_pch(${id}_${flavor})
+
+    foreach(program_source IN LISTS programs)
+      get_filename_component(stem ${program_source} NAME_WE)
+      string(REPLACE "main_" "${id}_" program ${stem})
+      add_executable(${program}_${flavor} ${program_source})
+      target_link_libraries(${program}_${flavor} PRIVATE ${id}_${flavor})
+      set_target_properties(${program}_${flavor} PROPERTIES
+        OUTPUT_NAME ${program}
+        RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin/${flavor})
+      workbook_use_pch(${program}_${flavor})
+      add_dependencies(${id}_${flavor}_all ${program}_${flavor})
+    endforeach()
+
+    file(GLOB tests CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/${folder}/*.cpp)
+    if(tests)
+      add_executable(test_${id}_${flavor} ${tests})
+      target_link_libraries(test_${id}_${flavor} PRIVATE ${id}_${flavor} workbook_test_main)
+      workbook_use_pch(test_${id}_${flavor})
+      workbook_add_tests(test_${id}_${flavor} "${flavor};${id}" tests/${folder})
+      add_dependencies(${id}_${flavor}_all test_${id}_${flavor})
+    endif()
+  endforeach()
+endfunction()

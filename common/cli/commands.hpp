@@ -1,0 +1,19 @@
+// commands.hpp — one function per `workbook` command; each returns the exit status.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace workbook::cli {
+
+int cmd_list();
+int cmd_check(const std::optional<std::string>& target);
+int cmd_hint(const std::string& exercise, bool all, bool reset);
+int cmd_run(const std::string& chapter, bool solution, int ranks, const std::vector<std::string>& args);
+int cmd_bench(const std::string& chapter, int ranks, int repeats, const std::optional<std::string>& json);
+int cmd_tour(bool full, const std::optional<std::string>& json, const std::optional<std::string>& csv);
+int cmd_info();
+int cmd_dev_sync(bool dry_run);
+int cmd_dev_check();
+
+}  // namespace workbook::cli

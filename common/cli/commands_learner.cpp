@@ -1,0 +1,225 @@
+// commands_learner.cpp — list, check, hint, run: the learner's loop.
+#include <fmt/format.h>
+
+#include "cli.hpp"
+#include "commands.hpp"
+#include "workbook/config.hpp"
+#include "workbook/errors.hpp"
+
+namespace workbook::cli {
+namespace {
+
+// The student's tests for one chapter, built and run.
+struct ChapterCheck {
+  bool built = false;
+  TestRun run;
+};
+
+// The default filter leaves out the long runs; `workbook check` is the quick loop.
+constexpr const char* kQuickFilter = "~[slow]~[timing]~[gpu]";
+
+ChapterCheck check_chapter(const Chapter& chapter, const std::string& filter, bool quiet) {
+  ChapterCheck result;
+  result.built = build_targets({chapter.id + "_student_all"}, quiet);
+  if (!result.built) return result;
+  result.run = run_tests("test_" + chapter.id + "_student", filter);
+  if (!result.run.ran) {
+    fmt::print("\nThe tests of {} did not finish (exit status {}{}). Their last output:\n{}\n", chapter.id,
+               result.run.exit_code, result.run.exit_code == 124 ? ", time limit" : "",
+               result.run.output.substr(result.run.output.size() > 3000 ? result.run.output.size() - 3000 : 0));
+  }
+  return result;
+}
+
+std::string dotted(const std::string& left, int width) {
+  return left.size() >= static_cast<size_t>(width) ? left + " " : left + " " + std::string(width - left.size() - 1, '.');
+}
+
+int hint_stage(const std::string& exercise) {
+  nlohmann::json state = load_state();
+  return state["hints"].value(exercise, 0);
+}
+
+// Prints the chapter's table of exercises; returns the first unfinished one.
+const Exercise* print_states(const Chapter& chapter, const ChapterCheck& check, int& unfinished) {
+  fmt::print("{}  {}\n", chapter.id, chapter.title);
+  const Exercise* first = nullptr;
+  for (const Exercise& e : chapter.exercises) {
+    std::string state = "does not compile";
+    if (check.built && check.run.ran) {
+      ExerciseState s = exercise_state(check.run, e.id);
+      state = state_name(s);
+      int total = 0, passed = 0;
+      for (const auto& r : check.run.records)
+        if (r.exercise() == e.id) {
+          ++total;
+          passed += r.passed;
+        }
+      if (s == ExerciseState::Failing) state += fmt::format(" ({}/{} tests pass)", passed, total);
+      if (s == ExerciseState::Done) state += fmt::format(" ({} tests)", total);
+      if (s != ExerciseState::Done && s != ExerciseState::NoTests) {
+        ++unfinished;
+        if (!first) first = &e;
+      }
+    } else if (check.built) {
+      state = "tests did not finish";
+      ++unfinished;
+      if (!first) first = &e;
+    } else {
+      ++unfinished;
+      if (!first) first = &e;
+    }
+    fmt::print("  {} {}\n", dotted(fmt::format("{:<6} {}", e.id, e.title), 52), state);
+  }
+  // Tests that belong to no single exercise (the whole chapter on real data).
+  if (check.built && check.run.ran) {
+    int total = 0, passed = 0;
+    for (const auto& r : check.run.records)
+      if (r.exercise().empty()) {
+        ++total;
+        passed += r.passed;
+      }
+    if (total > 0) {
+      fmt::print("  {} {}\n", dotted(fmt::format("{:<6} {}", "", "the whole chapter together"), 52),
+                 passed == total ? fmt::format("done ({} tests)", total)
+                                 : fmt::format("{}/{} tests pass", passed, total));
+      if (passed != total) ++unfinished;
+    }
+  }
+  return first;
+}
+
+}  // namespace
+
+int cmd_list() {
+  const auto chapters = load_chapters();
+  int unfinished = 0;
+  for (const Chapter& chapter : chapters) {
+    ChapterCheck check = check_chapter(chapter, kQuickFilter, /*quiet=*/true);
+    print_states(chapter, check, unfinished);
+    fmt::print("\n");
+  }
+  fmt::print("`workbook check exN.M` shows what is wrong with an exercise; `workbook hint exN.M` helps.\n");
+  return 0;
+}
+
+int cmd_check(const std::optional<std::string>& target) {
+  const auto chapters = load_chapters();
+  std::vector<const Chapter*> selected;
+  const Exercise* only = target ? find_exercise(chapters, *target) : nullptr;
+  if (target) selected.push_back(&find_chapter(chapters, *target));
+  else
+    for (const Chapter& c : chapters) selected.push_back(&c);
+
+  int unfinished = 0;
+  for (const Chapter* chapter : selected) {
+    const std::string filter = only ? "[" + only->id + "]" : kQuickFilter;
+    ChapterCheck check = check_chapter(*chapter, filter, /*quiet=*/false);
+    if (!check.built) {
+      fmt::print("\nFix the compiler errors above in chapters/{}/, then run `workbook check` again.\n", chapter->folder);
+      return 1;
+    }
+    if (!check.run.ran) return 1;
+    fmt::print("\n");
+    int chapter_unfinished = 0;
+    const Exercise* first = nullptr;
+    if (only) {
+      fmt::print("{}  {}\n", chapter->id, chapter->title);
+      ExerciseState s = exercise_state(check.run, only->id);
+      fmt::print("  {} {}\n", dotted(fmt::format("{:<6} {}", only->id, only->title), 52), state_name(s));
+      if (s != ExerciseState::Done) {
+        chapter_unfinished = 1;
+        first = only;
+      }
+    } else {
+      first = print_states(*chapter, check, chapter_unfinished);
+    }
+    unfinished += chapter_unfinished;
+    if (chapter_unfinished == 0) continue;
+
+    // The first failing assertion: of the first unfinished exercise, else of any test.
+    const TestRecord* failed = nullptr;
+    for (const TestRecord& r : check.run.records)
+      if (!r.passed && first && r.exercise() == first->id) {
+        failed = &r;
+        break;
+      }
+    if (!failed)
+      for (const TestRecord& r : check.run.records)
+        if (!r.passed) {
+          failed = &r;
+          break;
+        }
+    if (failed) {
+      fmt::print("\nFirst failure{}:\n", first ? " in " + first->id : "");
+      print_failure(*failed);
+    }
+    if (first) {
+      const auto hints = load_hints(*chapter);
+      const size_t stages = hints.count(first->id) ? hints.at(first->id).size() : 0;
+      const int seen = hint_stage(first->id);
+      fmt::print("\nNext: read exercise {} in chapters/{}/README.md, edit chapters/{}/{}", first->id, chapter->folder,
+                 chapter->folder, first->file);
+      if (seen < static_cast<int>(stages))
+        fmt::print(",\n      or run `workbook hint {}` (hint {} of {}).\n", first->id, seen + 1, stages);
+      else
+        fmt::print(" (all {} hints shown: `workbook hint {} --all`).\n", stages, first->id);
+    }
+    return 1;  // stop at the first chapter with work left: one thing at a time
+  }
+  if (unfinished == 0)
+    fmt::print("\nAll checked exercises are done. Compare your speed with the reference: `workbook bench {}`.\n",
+               selected.size() == 1 ? selected[0]->id : "chNN");
+  return unfinished == 0 ? 0 : 1;
+}
+
+int cmd_hint(const std::string& exercise_id, bool all, bool reset) {
+  const auto chapters = load_chapters();
+  const Exercise* exercise = find_exercise(chapters, exercise_id);
+  WB_CHECK(exercise != nullptr, "no exercise '{}' (they look like ex1.2; `workbook list` shows them)", exercise_id);
+  const Chapter& chapter = find_chapter(chapters, exercise_id);
+  const auto hints = load_hints(chapter);
+  WB_CHECK(hints.count(exercise_id) && !hints.at(exercise_id).empty(), "{} has no hints in {}", exercise_id,
+           chapter.hints_file().string());
+  const auto& stages = hints.at(exercise_id);
+  nlohmann::json state = load_state();
+  int seen = reset ? 0 : state["hints"].value(exercise_id, 0);
+  if (reset) {
+    state["hints"][exercise_id] = 0;
+    save_state(state);
+    fmt::print("{}: hints start again from the first.\n", exercise_id);
+    return 0;
+  }
+  const int stop = all ? static_cast<int>(stages.size()) : std::min<int>(seen + 1, static_cast<int>(stages.size()));
+  const int start = all ? 0 : std::max(0, stop - 1);
+  for (int i = start; i < stop; ++i) {
+    fmt::print("{} — hint {} of {}: {}\n", exercise_id, i + 1, stages.size(), stages[static_cast<size_t>(i)]);
+  }
+  if (!all && seen >= static_cast<int>(stages.size()))
+    fmt::print("(that was the last hint; the lesson, chapters/{}/README.md, explains the rest)\n", chapter.folder);
+  state["hints"][exercise_id] = std::max(seen, stop);
+  save_state(state);
+  return 0;
+}
+
+int cmd_run(const std::string& chapter_name, bool solution, int ranks, const std::vector<std::string>& args) {
+  const auto chapters = load_chapters();
+  const Chapter& chapter = find_chapter(chapters, chapter_name);
+  WB_CHECK(!chapter.program.empty(), "{} has no program to run", chapter.id);
+  WB_CHECK(ranks <= chapter.max_ranks, "{} is a {}: --ranks {} is more than its {}", chapter.id,
+           chapter.max_ranks == 1 ? "single-process chapter" : "chapter", ranks, chapter.max_ranks);
+  const std::string flavor = solution ? "solution" : "student";
+  if (!build_targets({chapter.program + "_" + flavor}, /*quiet=*/true)) return 1;
+  std::vector<std::string> argv;
+  if (ranks > 1) {
+    WB_CHECK(!config::mpiexec.empty(), "--ranks {} needs MPI, and this build found no mpiexec", ranks);
+    argv = {std::string(config::mpiexec), "--oversubscribe", "-n", std::to_string(ranks)};
+  }
+  argv.push_back((build_dir() / "bin" / flavor / chapter.program).string());
+  argv.insert(argv.end(), args.begin(), args.end());
+  ProcessOptions options;
+  if (ranks > 1) options.env = mpi_environment();
+  return run_process(argv, options).exit_code;
+}
+
+}  // namespace workbook::cli

@@ -1,0 +1,280 @@
+// commands_measure.cpp — bench, tour and info: numbers measured in one run.
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <thread>
+
+#include "cli.hpp"
+#include "commands.hpp"
+#include "workbook/config.hpp"
+#include "workbook/errors.hpp"
+#include "workbook/gpu_info.hpp"
+
+namespace workbook::cli {
+namespace {
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+std::string format_mib(double bytes) { return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024.0)); }
+
+// Replaces {chapter_dir}, {source_dir} in a manifest's command line.
+std::string expand(std::string text, const Chapter& chapter) {
+  const std::pair<std::string, std::string> names[] = {
+      {"{chapter_dir}", (source_dir() / "chapters" / chapter.folder).string()},
+      {"{source_dir}", source_dir().string()}};
+  for (const auto& [key, value] : names)
+    for (size_t at; (at = text.find(key)) != std::string::npos;) text.replace(at, key.size(), value);
+  return text;
+}
+
+struct RunOutcome {
+  bool ok = false;
+  nlohmann::json result;  // the run's last JSON line
+  std::string error;      // why not ok: the program's first line of complaint
+  double wall_s = 0.0;
+};
+
+// Runs a training program with --json into a temporary file and reads its result line.
+RunOutcome run_for_result(std::vector<std::string> argv, bool passthrough, double timeout_s, int ranks) {
+  RunOutcome outcome;
+  const fs::path json = build_dir() / fmt::format(".run-{}.jsonl", getpid());
+  fs::remove(json);
+  argv.push_back("--json");
+  argv.push_back(json.string());
+  if (ranks > 1) {
+    WB_CHECK(!config::mpiexec.empty(), "--ranks {} needs MPI, and this build found no mpiexec", ranks);
+    argv.insert(argv.begin(), {std::string(config::mpiexec), "--oversubscribe", "-n", std::to_string(ranks)});
+  }
+  ProcessOptions options;
+  options.capture = !passthrough;
+  options.timeout_s = timeout_s;
+  if (ranks > 1) options.env = mpi_environment();
+  const auto begin = std::chrono::steady_clock::now();
+  ProcessResult done = run_process(argv, options);
+  outcome.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  std::ifstream in(json);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (!line.empty()) last = line;
+  fs::remove(json);
+  if (done.exit_code == 0 && !last.empty()) {
+    outcome.result = nlohmann::json::parse(last, nullptr, false);
+    outcome.ok = outcome.result.is_object() && outcome.result.value("type", "") == "result";
+  }
+  if (!outcome.ok) {
+    std::string complaint;
+    for (const char* marker : {"not done yet: ", "error: ", "internal error: "}) {
+      const size_t at = done.output.find(marker);  // the first complaint the program printed
+      if (at != std::string::npos) {
+        complaint = done.output.substr(at, done.output.find('\n', at) - at);
+        break;
+      }
+    }
+    if (complaint.empty()) complaint = done.timed_out ? "time limit reached" : fmt::format("exit status {}", done.exit_code);
+    outcome.error = complaint;
+  }
+  return outcome;
+}
+
+}  // namespace
+
+int cmd_bench(const std::string& chapter_name, int ranks, int repeats, const std::optional<std::string>& json_file) {
+  const auto chapters = load_chapters();
+  const Chapter& chapter = find_chapter(chapters, chapter_name);
+  WB_CHECK(!chapter.bench.is_null() && !chapter.bench.empty(), "{} has no benchmark", chapter.id);
+  WB_CHECK(ranks <= chapter.max_ranks, "{} runs on at most {} rank(s), not {}", chapter.id, chapter.max_ranks, ranks);
+  const std::string program = chapter.bench.value("program", chapter.program);
+  if (!build_targets({program + "_student", program + "_solution"}, /*quiet=*/false)) return 1;
+
+  const int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ranks);
+  std::vector<std::string> args = chapter.bench.value("args", std::vector<std::string>{});
+  args.push_back("--threads");
+  args.push_back(std::to_string(threads));
+
+  struct Impl {
+    std::string name;
+    std::vector<std::string> argv;
+    std::vector<RunOutcome> runs;
+  };
+  std::vector<Impl> impls = {{"student", {(build_dir() / "bin/student" / program).string()}, {}},
+                             {"reference", {(build_dir() / "bin/solution" / program).string()}, {}}};
+  for (const auto& baseline : chapter.bench.value("baselines", nlohmann::json::array())) {
+    Impl impl{baseline.at("name").get<std::string>(), {}, {}};
+    for (const auto& word : baseline.at("command")) impl.argv.push_back(expand(word.get<std::string>(), chapter));
+    impls.push_back(impl);
+  }
+  for (Impl& impl : impls) impl.argv.insert(impl.argv.end(), args.begin(), args.end());
+
+  fmt::print("{} bench: {} {}, {} rank(s), {} thread(s) per rank; {} run(s) of each, interleaved; medians\n",
+             chapter.id, program, fmt::join(args, " "), ranks, threads, repeats);
+  std::optional<std::ofstream> json;
+  if (json_file) json.emplace(*json_file);
+  // Note: runs are interleaved (A B C A B C ...) so that a slow spell of a
+  // busy machine hits every implementation alike; medians resist outliers.
+  for (int r = 0; r < repeats; ++r) {
+    for (Impl& impl : impls) {
+      fmt::print("  run {}/{}: {} ...\n", r + 1, repeats, impl.name);
+      std::fflush(stdout);
+      impl.runs.push_back(run_for_result(impl.argv, false, 1800, ranks));
+      const RunOutcome& o = impl.runs.back();
+      if (json) {
+        nlohmann::json line = {{"type", "bench_run"}, {"impl", impl.name}, {"repeat", r}, {"ok", o.ok}};
+        if (o.ok) line["result"] = o.result;
+        else line["error"] = o.error;
+        *json << line.dump() << "\n";
+      }
+      if (!o.ok) fmt::print("    {}\n", o.error);
+    }
+  }
+
+  auto reference_rate = [&]() {
+    std::vector<double> rates;
+    for (const RunOutcome& o : impls[1].runs)
+      if (o.ok) rates.push_back(o.result.value("samples_per_s", 0.0));
+    return median(rates);
+  }();
+  fmt::print("\n{:<16} {:>11} {:>9} {:>9} {:>12} {:>13}\n", "impl", "samples/s", "epoch_s", "test_acc", "peak_mem",
+             "vs_reference");
+  for (const Impl& impl : impls) {
+    std::vector<double> rate, epoch, accuracy, memory;
+    std::string error;
+    for (const RunOutcome& o : impl.runs) {
+      if (!o.ok) {
+        error = o.error;
+        continue;
+      }
+      rate.push_back(o.result.value("samples_per_s", 0.0));
+      epoch.push_back(o.result.value("epoch_s", 0.0));
+      accuracy.push_back(o.result.value("test_accuracy", 0.0));
+      memory.push_back(o.result.value("peak_mem_bytes", 0.0));
+    }
+    if (rate.empty()) {
+      fmt::print("{:<16} {}\n", impl.name, error);
+      continue;
+    }
+    const double ratio = reference_rate > 0 ? median(rate) / reference_rate : 0.0;
+    fmt::print("{:<16} {:>11.1f} {:>9.2f} {:>9.4f} {:>12} {:>12.2f}x\n", impl.name, median(rate), median(epoch),
+               median(accuracy), format_mib(median(memory)), ratio);
+    if (json)
+      *json << nlohmann::json({{"type", "bench"}, {"chapter", chapter.id}, {"impl", impl.name}, {"ranks", ranks},
+                               {"threads", threads}, {"runs", rate.size()}, {"samples_per_s", median(rate)},
+                               {"epoch_s", median(epoch)}, {"test_accuracy", median(accuracy)},
+                               {"peak_mem_bytes", median(memory)}, {"vs_reference", ratio}})
+                   .dump()
+            << "\n";
+  }
+  const std::string note = chapter.bench.value("note", "");
+  if (!note.empty()) fmt::print("\n{}\n", note);
+  return 0;
+}
+
+int cmd_tour(bool full, const std::optional<std::string>& json_file, const std::optional<std::string>& csv_file) {
+  const auto chapters = load_chapters();
+  std::vector<std::string> targets;
+  for (const Chapter& c : chapters)
+    for (const auto& entry : c.tour) targets.push_back(entry.value("program", c.program) + "_solution");
+  std::sort(targets.begin(), targets.end());
+  targets.erase(std::unique(targets.begin(), targets.end()), targets.end());
+  if (!build_targets(targets, /*quiet=*/false)) return 1;
+
+  const fs::path dir = build_dir() / "tour";
+  fs::create_directories(dir);
+  const fs::path json_path = json_file ? fs::path(*json_file) : dir / "tour.jsonl";
+  const fs::path csv_path = csv_file ? fs::path(*csv_file) : dir / "tour.csv";
+  std::ofstream json(json_path), csv(csv_path);
+  csv << "chapter,configuration,ranks,device,epochs,train_samples,test_accuracy,time_s,speedup,samples_per_s,"
+         "peak_mem_bytes\n";
+
+  struct Row {
+    std::string chapter, config;
+    RunOutcome outcome;
+  };
+  std::vector<Row> rows;
+  int total = 0;
+  for (const Chapter& c : chapters) total += static_cast<int>(c.tour.size());
+  int index = 0;
+  for (const Chapter& c : chapters) {
+    for (const auto& entry : c.tour) {
+      const std::string program = entry.value("program", c.program);
+      const int ranks = entry.value("ranks", 1);
+      std::vector<std::string> argv = {(build_dir() / "bin/solution" / program).string()};
+      for (const auto& a : entry.value(full ? "full_args" : "args", std::vector<std::string>{})) argv.push_back(a);
+      fmt::print("\n[{}/{}] {} {}: {}{}\n", ++index, total, c.id, entry.value("config", ""),
+                 ranks > 1 ? fmt::format("{} ranks, ", ranks) : "", fmt::join(argv.begin() + 1, argv.end(), " "));
+      std::fflush(stdout);
+      rows.push_back({c.id, entry.value("config", ""), run_for_result(argv, /*passthrough=*/true, 3600, ranks)});
+      if (!rows.back().outcome.ok) fmt::print("  failed: {}\n", rows.back().outcome.error);
+    }
+  }
+
+  double baseline_rate = 0.0;  // the single-device row's samples/s
+  for (const Row& r : rows)
+    if (r.chapter == "ch01" && r.outcome.ok) baseline_rate = r.outcome.result.value("samples_per_s", 0.0);
+
+  fmt::print("\nworkbook tour{}: reference solutions on this machine ({} cores, LibTorch {})\n\n",
+             full ? " --full" : "", std::thread::hardware_concurrency(), config::torch_version);
+  fmt::print("{:<7} {:<22} {:>5} {:>6} {:>8} {:>8} {:>8} {:>10} {:>13}\n", "chapter", "configuration", "ranks",
+             "device", "test_acc", "time_s", "speedup", "samples/s", "peak_mem/rank");
+  int failures = 0;
+  for (const Row& r : rows) {
+    if (!r.outcome.ok) {
+      fmt::print("{:<7} {:<22} failed: {}\n", r.chapter, r.config, r.outcome.error);
+      ++failures;
+      continue;
+    }
+    const nlohmann::json& res = r.outcome.result;
+    const double rate = res.value("samples_per_s", 0.0);
+    const double time_s = res.value("epoch_s", 0.0) * res.value("epochs", 1);
+    const double speedup = baseline_rate > 0 ? rate / baseline_rate : 0.0;
+    fmt::print("{:<7} {:<22} {:>5} {:>6} {:>8.4f} {:>8.1f} {:>7.2f}x {:>10.1f} {:>13}\n", r.chapter, r.config,
+               res.value("ranks", 1), res.value("device", "?"), res.value("test_accuracy", 0.0), time_s, speedup,
+               rate, format_mib(res.value("peak_mem_bytes", 0.0)));
+    nlohmann::json line = res;
+    line["type"] = "tour";
+    line["configuration"] = r.config;
+    line["time_s"] = time_s;
+    line["speedup"] = speedup;
+    json << line.dump() << "\n";
+    csv << fmt::format("{},{},{},{},{},{},{:.4f},{:.2f},{:.3f},{:.1f},{}\n", r.chapter, r.config, res.value("ranks", 1),
+                       res.value("device", "?"), res.value("epochs", 0), res.value("train_samples", 0),
+                       res.value("test_accuracy", 0.0), time_s, speedup, rate, res.value("peak_mem_bytes", 0));
+  }
+  fmt::print("\nresults: {} and {}\n", json_path.string(), csv_path.string());
+  fmt::print("\nStart the exercises: read chapters/01_single_device/README.md, then run `workbook check ch01`.\n"
+             "`workbook list` shows every exercise; `workbook hint exN.M` helps when you are stuck.\n");
+  return failures == 0 ? 0 : 1;
+}
+
+int cmd_info() {
+  const GpuRuntimeInfo gpu = gpu_runtime_info();
+  fmt::print("workbook build   {}\n", build_dir().string());
+  fmt::print("LibTorch         {}\n", config::torch_version);
+  fmt::print("cores            {}\n", std::thread::hardware_concurrency());
+  fmt::print("MPI launcher     {}\n", config::mpiexec.empty() ? "not found" : std::string(config::mpiexec));
+  if (gpu.built_with_nccl)
+    fmt::print("CUDA runtime     {}\nNCCL             {}\nCUDA devices     {}{}\n", gpu.cuda_runtime, gpu.nccl,
+               gpu.devices, gpu.note.empty() ? "" : " (" + gpu.note + ")");
+  else
+    fmt::print("CUDA, NCCL       {}\n", gpu.note);
+  std::string data = "not found (apt-get install dataset-fashion-mnist, or --data DIR)";
+  std::vector<fs::path> candidates;
+  if (const char* env = std::getenv("WORKBOOK_DATA")) candidates.emplace_back(env);
+  candidates.insert(candidates.end(), {fs::path("data"), source_dir() / "data", fs::path("/usr/share/datasets/fashion-mnist")});
+  for (const fs::path& dir : candidates)
+    if (fs::exists(dir / "train-images-idx3-ubyte.gz") || fs::exists(dir / "train-images-idx3-ubyte")) {
+      data = dir.string();
+      break;
+    }
+  fmt::print("Fashion-MNIST    {}\n", data);
+  return 0;
+}
+
+}  // namespace workbook::cli

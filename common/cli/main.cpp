@@ -1,0 +1,86 @@
+// main.cpp — `workbook`: how a person uses the workbook (DESIGN.md, "The workbook CLI").
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "workbook/errors.hpp"
+
+int main(int argc, char** argv) {
+  using namespace workbook::cli;
+  CLI::App app{"The distributed-training workbook: exercises, checks, hints, runs and benchmarks", "workbook"};
+  app.require_subcommand(1);
+  int status = 0;
+
+  app.add_subcommand("list", "every exercise and its state (not started / failing / done)")->callback([&] {
+    status = cmd_list();
+  });
+
+  auto* check = app.add_subcommand("check", "build and test your code: a chapter (ch01), an exercise (ex1.2), or all");
+  static std::optional<std::string> check_target;
+  check->add_option("target", check_target, "chNN or exN.M (default: every chapter)");
+  check->callback([&] { status = cmd_check(check_target); });
+
+  auto* hint = app.add_subcommand("hint", "the next hint for an exercise");
+  static std::string hint_exercise;
+  static bool hint_all = false, hint_reset = false;
+  hint->add_option("exercise", hint_exercise, "exN.M")->required();
+  hint->add_flag("--all", hint_all, "every hint at once");
+  hint->add_flag("--reset", hint_reset, "start again from the first hint");
+  hint->callback([&] { status = cmd_hint(hint_exercise, hint_all, hint_reset); });
+
+  auto* run = app.add_subcommand("run", "run a chapter's program: workbook run ch01 [--solution] [--ranks N] -- ARGS");
+  static std::string run_chapter;
+  static bool run_solution = false;
+  static int run_ranks = 1;
+  static std::vector<std::string> run_args;
+  run->add_option("chapter", run_chapter, "chNN")->required();
+  run->add_flag("--solution", run_solution, "run the reference solution instead of your code");
+  run->add_option("--ranks", run_ranks, "processes (started with mpirun when more than 1)")->check(CLI::PositiveNumber);
+  run->add_option("args", run_args, "arguments for the program, after --");
+  run->callback([&] { status = cmd_run(run_chapter, run_solution, run_ranks, run_args); });
+
+  auto* bench = app.add_subcommand("bench", "your code and the reference side by side, in one run, with ratios");
+  static std::string bench_chapter;
+  static int bench_ranks = 1, bench_repeats = 3;
+  static std::optional<std::string> bench_json;
+  bench->add_option("chapter", bench_chapter, "chNN")->required();
+  bench->add_option("--ranks", bench_ranks, "processes")->check(CLI::PositiveNumber);
+  bench->add_option("--repeats", bench_repeats, "runs of each, interleaved; medians are reported")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  bench->add_option("--json", bench_json, "write every run and the summary as JSON lines");
+  bench->callback([&] { status = cmd_bench(bench_chapter, bench_ranks, bench_repeats, bench_json); });
+
+  auto* tour = app.add_subcommand("tour", "every chapter's reference at a small scale: one results table");
+  static bool tour_full = false;
+  static std::optional<std::string> tour_json, tour_csv;
+  tour->add_flag("--full", tour_full, "full-scale runs (much longer)");
+  tour->add_option("--json", tour_json, "JSON lines file (default build/<preset>/tour/tour.jsonl)");
+  tour->add_option("--csv", tour_csv, "CSV file (default build/<preset>/tour/tour.csv)");
+  tour->callback([&] { status = cmd_tour(tour_full, tour_json, tour_csv); });
+
+  app.add_subcommand("info", "this build and this machine: LibTorch, CUDA, NCCL, MPI, cores, data")->callback([&] {
+    status = cmd_info();
+  });
+
+  auto* dev = app.add_subcommand("dev", "for maintainers: regenerate or check the skeletons");
+  dev->require_subcommand(1);
+  static bool sync_dry_run = false;
+  auto* sync = dev->add_subcommand("sync", "write chapters/ from solutions/ (your edits there are backed up)");
+  sync->add_flag("--dry-run", sync_dry_run, "only say which files would change");
+  sync->callback([&] { status = cmd_dev_sync(sync_dry_run); });
+  dev->add_subcommand("check", "fail on drift, on a student test passing on a skeleton, on a failing solution test")
+      ->callback([&] { status = cmd_dev_check(); });
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const workbook::UserError& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "internal error: {}\n", e.what());
+    return 1;
+  }
+  return status;
+}

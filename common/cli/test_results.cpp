@@ -1,0 +1,107 @@
+// test_results.cpp — running a Catch2 binary and reading what each test did.
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <regex>
+
+#include "cli.hpp"
+#include "workbook/errors.hpp"
+
+namespace workbook::cli {
+
+std::string TestRecord::exercise() const {
+  static const std::regex tag(R"(ex\d+\.\d+)");
+  for (const std::string& t : tags)
+    if (std::regex_match(t, tag)) return t;
+  return "";
+}
+
+bool TestRecord::not_implemented(const std::string& exercise) const {
+  if (passed || failure.is_null()) return false;
+  const std::string message = failure.value("message", "");
+  return message.find(exercise + " is not implemented yet") != std::string::npos;
+}
+
+TestRun run_tests(const std::string& binary, const std::string& filter, double timeout_s) {
+  TestRun run;
+  const fs::path program = build_dir() / binary;
+  WB_CHECK(fs::exists(program), "{} is not built (run `cmake --build {}`)", program.string(), build_dir().string());
+  const fs::path results = build_dir() / fmt::format(".results-{}-{}.json", binary, getpid());
+  fs::remove(results);
+  ProcessOptions options;
+  options.capture = true;
+  options.timeout_s = timeout_s;
+  options.env = mpi_environment();
+  options.env["WORKBOOK_RESULTS"] = results.string();
+  std::vector<std::string> argv = {program.string()};
+  if (!filter.empty()) argv.push_back(filter);
+  ProcessResult done = run_process(argv, options);
+  run.exit_code = done.exit_code;
+  run.output = done.output;
+  if (!fs::exists(results)) return run;
+  std::ifstream in(results);
+  nlohmann::json records = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  fs::remove(results);
+  if (!records.is_array()) return run;
+  run.ran = true;
+  for (const auto& r : records) {
+    TestRecord record;
+    record.name = r.value("name", "");
+    record.tags = r.value("tags", std::vector<std::string>{});
+    record.passed = r.value("passed", false);
+    record.failure = r.value("failure", nlohmann::json());
+    run.records.push_back(record);
+  }
+  return run;
+}
+
+std::string state_name(ExerciseState state) {
+  switch (state) {
+    case ExerciseState::NotStarted: return "not started";
+    case ExerciseState::Failing: return "failing";
+    case ExerciseState::Done: return "done";
+    case ExerciseState::NoTests: return "no tests";
+  }
+  return "?";
+}
+
+ExerciseState exercise_state(const TestRun& run, const std::string& exercise) {
+  int total = 0, passed = 0, not_started = 0;
+  for (const TestRecord& r : run.records) {
+    if (r.exercise() != exercise) continue;
+    ++total;
+    if (r.passed) ++passed;
+    else if (r.not_implemented(exercise)) ++not_started;
+  }
+  if (total == 0) return ExerciseState::NoTests;
+  if (passed == total) return ExerciseState::Done;
+  if (not_started == total) return ExerciseState::NotStarted;
+  return ExerciseState::Failing;
+}
+
+void print_failure(const TestRecord& record) {
+  fmt::print("  test:     {}\n", record.name);
+  const nlohmann::json& f = record.failure;
+  if (f.is_null()) return;
+  std::string file = f.value("file", "");
+  const std::string root = source_dir().string() + "/";
+  if (file.rfind(root, 0) == 0) file = file.substr(root.size());
+  fmt::print("  at:       {}:{}\n", file, f.value("line", 0));
+  const std::string expression = f.value("expression", "");
+  if (!expression.empty()) {
+    fmt::print("  check:    {}\n", expression);
+    const std::string expanded = f.value("expanded", "");
+    if (!expanded.empty() && expanded != expression) fmt::print("  values:   {}\n", expanded);
+  }
+  const std::string message = f.value("message", "");
+  if (!message.empty()) fmt::print("  message:  {}\n", message);
+  // The last INFO in scope is the one written for this check.
+  std::string info = f.value("info", "");
+  while (!info.empty() && info.back() == '\n') info.pop_back();
+  const size_t last = info.rfind('\n');
+  if (!info.empty()) fmt::print("  meaning:  {}\n", last == std::string::npos ? info : info.substr(last + 1));
+}
+
+}  // namespace workbook::cli

@@ -1,0 +1,53 @@
+// errors.hpp — the three kinds of failure: a user's mistake (UserError, WB_CHECK),
+// a broken invariant (WB_ASSERT), and an exercise not written yet (NotImplemented).
+#pragma once
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+
+namespace workbook {
+
+// A mistake the user can fix: missing data, a corrupt file, a wrong flag.
+// Programs catch it in main(), print its message once, and exit with status 2.
+class UserError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A bug in the workbook (or in an exercise's answer): an invariant that failed.
+class InternalError : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+// Thrown by every skeleton exercise until the learner replaces it with code.
+// The message names the exercise, the file and line, and the next step.
+class NotImplemented : public std::logic_error {
+ public:
+  NotImplemented(const std::string& exercise, const char* file, int line);
+  const std::string& exercise() const { return exercise_; }
+
+ private:
+  std::string exercise_;
+};
+
+}  // namespace workbook
+
+// WB_CHECK(condition, "format {}", args...): a user error when condition is false.
+#define WB_CHECK(condition, ...)                                       \
+  do {                                                                 \
+    if (!(condition)) throw ::workbook::UserError(fmt::format(__VA_ARGS__)); \
+  } while (0)
+
+// WB_ASSERT(condition, "format {}", args...): an internal error when false.
+#define WB_ASSERT(condition, ...)                                                 \
+  do {                                                                            \
+    if (!(condition))                                                             \
+      throw ::workbook::InternalError(fmt::format("{}:{}: assertion `{}` failed: {}", \
+                                                  __FILE__, __LINE__, #condition, \
+                                                  fmt::format(__VA_ARGS__)));     \
+  } while (0)
+
+// What a skeleton has where the learner's code goes.
+#define WB_NOT_IMPLEMENTED(exercise) throw ::workbook::NotImplemented(exercise, __FILE__, __LINE__)

@@ -1,0 +1,17 @@
+// gpu_info.hpp — what the CUDA runtime and NCCL this build linked say about the machine.
+#pragma once
+#include <string>
+
+namespace workbook {
+
+struct GpuRuntimeInfo {
+  bool built_with_nccl = false;  // the CUDA toolkit and NCCL were found at configure time
+  std::string cuda_runtime;      // e.g. "13.0", empty when not built with CUDA
+  std::string nccl;              // e.g. "2.28.3"
+  int devices = 0;               // CUDA devices visible now (0 on a machine without a GPU)
+  std::string note;              // why no device is visible, when none is
+};
+
+GpuRuntimeInfo gpu_runtime_info();
+
+}  // namespace workbook

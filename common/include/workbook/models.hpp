@@ -1,0 +1,59 @@
+// models.hpp — the models every chapter trains: FashionCNN (the course model,
+// 1,475,338 parameters) and TinyNet (a few thousand, for fast tests).
+#pragma once
+#include <memory>
+
+#include <torch/torch.h>
+
+namespace workbook {
+
+// An image classifier: [N, 1, 28, 28] images in, [N, 10] logits out.
+// Note: one abstract base lets every chapter's code take "a model" without
+// templates, and `fresh()` (a new, untrained model of the same architecture)
+// is what Chapter 2's replicate builds its copies from.
+class Classifier : public torch::nn::Module {
+ public:
+  virtual torch::Tensor forward(torch::Tensor images) = 0;
+  virtual std::shared_ptr<Classifier> fresh() const = 0;
+};
+using ClassifierPtr = std::shared_ptr<Classifier>;
+
+// conv(1→32, k3, pad 1) → BN → ReLU → maxpool 2     [N, 32, 14, 14]
+// conv(32→64, k3)       → BN → ReLU → maxpool 2     [N, 64, 6, 6]
+// flatten → fc(2304→600) → dropout(0.25) → fc(600→120) → fc(120→10)
+class FashionCNN : public Classifier {
+ public:
+  FashionCNN();
+  torch::Tensor forward(torch::Tensor images) override;
+  std::shared_ptr<Classifier> fresh() const override { return std::make_shared<FashionCNN>(); }
+
+  torch::nn::Conv2d conv1{nullptr}, conv2{nullptr};
+  torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr};
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr}, fc3{nullptr};
+  torch::nn::Dropout dropout{nullptr};
+};
+
+// flatten → fc(784→hidden) → BatchNorm1d → ReLU → dropout(p) → fc(hidden→10).
+// BatchNorm and dropout are there so that train and eval modes differ.
+class TinyNet : public Classifier {
+ public:
+  explicit TinyNet(int64_t hidden = 16, double dropout_p = 0.0);
+  torch::Tensor forward(torch::Tensor images) override;
+  std::shared_ptr<Classifier> fresh() const override { return std::make_shared<TinyNet>(hidden_, dropout_p_); }
+
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+  torch::nn::BatchNorm1d bn{nullptr};
+  torch::nn::Dropout dropout{nullptr};
+
+ private:
+  int64_t hidden_;
+  double dropout_p_;
+};
+
+// The number of trainable parameters (elements, not tensors).
+int64_t count_parameters(torch::nn::Module& model);
+
+// Copies every parameter and buffer of `source` into `target` (same architecture).
+void copy_state(torch::nn::Module& source, torch::nn::Module& target);
+
+}  // namespace workbook

@@ -1,0 +1,13 @@
+// pch.hpp — the heavy headers every LibTorch target shares, compiled once.
+#pragma once
+#include <torch/torch.h>
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+#include <nlohmann/json.hpp>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>

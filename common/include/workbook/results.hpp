@@ -1,0 +1,49 @@
+// results.hpp — what a run reports: JSON lines for machines, fixed-column
+// tables for people (as nccl-tests prints them).
+#pragma once
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace workbook {
+
+// Appends one JSON object per line to a file ("-" is stdout). The last line a
+// run writes is its result: {"type": "result", "chapter", "device", "ranks",
+// "epochs", "test_accuracy", "samples_per_s", "epoch_s", "peak_mem_bytes", ...}.
+class JsonLines {
+ public:
+  JsonLines() = default;  // writes nothing
+  explicit JsonLines(const std::optional<std::filesystem::path>& file);
+  ~JsonLines();
+  JsonLines(const JsonLines&) = delete;
+  JsonLines& operator=(const JsonLines&) = delete;
+  void write(const nlohmann::json& record);
+
+ private:
+  std::FILE* out_ = nullptr;
+  bool owned_ = false;
+};
+
+// The keys every result line carries (DESIGN.md, Conventions); a test checks them.
+const std::vector<std::string>& required_result_keys();
+
+// A table with fixed-width columns, right-aligned numbers, printed row by row.
+struct Column {
+  std::string title;
+  int width;
+};
+class Table {
+ public:
+  explicit Table(std::vector<Column> columns) : columns_(std::move(columns)) {}
+  std::string header() const;
+  std::string row(const std::vector<std::string>& cells) const;
+
+ private:
+  std::vector<Column> columns_;
+};
+
+}  // namespace workbook

@@ -1,0 +1,36 @@
+// train_flags.hpp — the flags every training program takes, the same everywhere:
+// --epochs --batch --lr --data --device --seed --threads --train-samples --json.
+#pragma once
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace workbook {
+
+struct TrainFlags {
+  int epochs = 1;
+  int64_t batch = 100;   // global batch: split across ranks from Chapter 3 on
+  double lr = 1e-3;
+  std::optional<std::filesystem::path> data;
+  std::string device = "cpu";
+  uint64_t seed = 0;
+  int threads = 0;       // 0: every core this process may use (set per rank)
+  int64_t train_samples = -1;  // -1: the whole training set
+  std::optional<std::filesystem::path> json;
+};
+
+// Registers the flags on `app`, with `defaults` as their defaults.
+void add_train_flags(CLI::App& app, TrainFlags& flags);
+
+// Parses argv. --help prints usage and exits 0; a bad flag prints one message
+// and exits 2. After parsing, the thread count is applied to LibTorch.
+TrainFlags parse_train_flags(CLI::App& app, TrainFlags& flags, int argc, char** argv);
+
+// Runs `body`, turning a UserError into one message on stderr and exit 2.
+// Every program's main() is `return workbook::run_main([&] { ... });`.
+int run_main(const std::function<int()>& body);
+
+}  // namespace workbook

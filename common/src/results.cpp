@@ -1,0 +1,51 @@
+// results.cpp — JSON lines and fixed-column tables.
+#include "workbook/results.hpp"
+
+#include <fmt/format.h>
+
+#include "workbook/errors.hpp"
+
+namespace workbook {
+
+JsonLines::JsonLines(const std::optional<std::filesystem::path>& file) {
+  if (!file) return;
+  if (file->string() == "-") {
+    out_ = stdout;
+    return;
+  }
+  out_ = std::fopen(file->c_str(), "w");
+  WB_CHECK(out_ != nullptr, "--json {}: cannot open for writing", file->string());
+  owned_ = true;
+}
+
+JsonLines::~JsonLines() {
+  if (owned_) std::fclose(out_);
+}
+
+void JsonLines::write(const nlohmann::json& record) {
+  if (out_ == nullptr) return;
+  std::string line = record.dump() + "\n";
+  std::fwrite(line.data(), 1, line.size(), out_);
+  std::fflush(out_);  // a crash later must not lose the lines already written
+}
+
+const std::vector<std::string>& required_result_keys() {
+  static const std::vector<std::string> keys = {"chapter",       "device",  "ranks",         "epochs",
+                                                "test_accuracy", "samples_per_s", "epoch_s", "peak_mem_bytes"};
+  return keys;
+}
+
+std::string Table::header() const {
+  std::string line;
+  for (const Column& c : columns_) line += fmt::format("{:>{}}", c.title, c.width + 1);
+  return line;
+}
+
+std::string Table::row(const std::vector<std::string>& cells) const {
+  WB_ASSERT(cells.size() == columns_.size(), "{} cells for {} columns", cells.size(), columns_.size());
+  std::string line;
+  for (size_t i = 0; i < cells.size(); ++i) line += fmt::format("{:>{}}", cells[i], columns_[i].width + 1);
+  return line;
+}
+
+}  // namespace workbook

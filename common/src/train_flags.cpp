@@ -1,0 +1,58 @@
+// train_flags.cpp — common flags and the top-level error handling of a program.
+#include "workbook/train_flags.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+#include "workbook/device.hpp"
+#include "workbook/errors.hpp"
+
+namespace workbook {
+
+void add_train_flags(CLI::App& app, TrainFlags& flags) {
+  app.add_option("--epochs", flags.epochs, "passes over the training set")->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--batch", flags.batch, "global batch size (all ranks together)")->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--lr", flags.lr, "learning rate")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--data", flags.data, "directory with the Fashion-MNIST IDX files (.gz or not)");
+  app.add_option("--device", flags.device, "cpu, cuda or cuda:N")->capture_default_str();
+  app.add_option("--seed", flags.seed, "random seed")->capture_default_str();
+  app.add_option("--threads", flags.threads, "CPU threads per rank (default: the cores this process may use)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--train-samples", flags.train_samples, "train on the first N samples (quick runs)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--json", flags.json, "write JSON lines (per epoch, then the result) to FILE ('-': stdout)");
+}
+
+TrainFlags parse_train_flags(CLI::App& app, TrainFlags& flags, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    std::exit(app.exit(e));
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "{}: {}\nRun with --help for the flags.\n", app.get_name(), e.what());
+    std::exit(2);
+  }
+  if (flags.threads == 0) flags.threads = available_cores();
+  set_threads(flags.threads);
+  return flags;
+}
+
+int run_main(const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const UserError& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 2;
+  } catch (const NotImplemented& e) {
+    fmt::print(stderr, "not done yet: {}\n", e.what());
+    return 3;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "internal error: {}\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace workbook

@@ -1,0 +1,37 @@
+// train_epoch.cpp — ex1.4: one epoch, timed honestly.
+#include "single_device.hpp"
+
+#include "workbook/errors.hpp"
+
+#include "workbook/timing.hpp"
+
+namespace ch01 {
+
+EpochStats train_epoch(workbook::Classifier& model, torch::optim::Optimizer& optimizer, const torch::Tensor& images,
+                       const torch::Tensor& labels, const torch::Tensor& order, int64_t batch_size,
+                       const torch::Device& device, int64_t warmup_steps,
+                       const std::function<void(int64_t, int64_t)>& on_step) {
+  // BEGIN SOLUTION ex1.4
+  model.train();
+  const int64_t steps = batches_per_epoch(order.size(0), batch_size);
+  workbook::Stopwatch clock(device);  // synchronizes the device at start() and stop()
+  torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
+  EpochStats stats;
+  for (int64_t step = 0; step < steps; ++step) {
+    if (step == warmup_steps) clock.start();
+    Batch batch = make_batch(images, labels, order, step, batch_size, device);
+    const int64_t n = batch.labels.size(0);
+    // The step's loss is a batch mean: weight it by the batch size so the
+    // epoch's mean is over samples, and keep it on the device (no sync).
+    loss_sum += train_step(model, optimizer, batch).to(torch::kFloat64) * static_cast<double>(n);
+    stats.samples += n;
+    if (step >= warmup_steps) stats.timed_samples += n;
+    if (on_step) on_step(step + 1, steps);
+  }
+  if (warmup_steps < steps) stats.timed_seconds = clock.stop();
+  stats.mean_loss = stats.samples == 0 ? 0.0 : loss_sum.item<double>() / static_cast<double>(stats.samples);
+  return stats;
+  // END SOLUTION
+}
+
+}  // namespace ch01

@@ -1,0 +1,70 @@
+// catch_main.cpp — the Catch2 runner every test binary shares.
+//
+// Besides Catch2's own report, it writes one JSON record per test case to the
+// file named by $WORKBOOK_RESULTS (when set): name, tags, passed, and the first
+// failed assertion (file, line, expression with values, message). The
+// `workbook` CLI reads it to tell a learner which exercise is not started,
+// failing or done, and to show the first failure.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "workbook/device.hpp"
+
+namespace {
+
+class ResultsListener : public Catch::TestEventListenerBase {
+ public:
+  using TestEventListenerBase::TestEventListenerBase;
+
+  void testCaseStarting(const Catch::TestCaseInfo& info) override {
+    current_ = {{"name", info.name}, {"tags", info.tags}, {"file", info.lineInfo.file},
+                {"line", info.lineInfo.line}, {"passed", true}};
+  }
+
+  bool assertionEnded(const Catch::AssertionStats& stats) override {
+    const Catch::AssertionResult& result = stats.assertionResult;
+    if (!result.isOk() && !current_.contains("failure")) {
+      std::string messages;
+      for (const auto& info : stats.infoMessages) messages += info.message + "\n";
+      current_["failure"] = {{"file", result.getSourceInfo().file},
+                             {"line", result.getSourceInfo().line},
+                             {"macro", std::string(result.getTestMacroName())},
+                             {"expression", result.hasExpression() ? result.getExpressionInMacro() : ""},
+                             {"expanded", result.hasExpression() ? result.getExpandedExpression() : ""},
+                             {"message", result.getMessage()},
+                             {"info", messages}};
+    }
+    return true;
+  }
+
+  void testCaseEnded(const Catch::TestCaseStats& stats) override {
+    current_["passed"] = stats.totals.assertions.failed == 0;
+    records_.push_back(current_);
+  }
+
+  void testRunEnded(const Catch::TestRunStats&) override {
+    const char* path = std::getenv("WORKBOOK_RESULTS");
+    if (path == nullptr || *path == '\0') return;
+    std::ofstream out(path);
+    out << records_.dump(1) << "\n";
+  }
+
+ private:
+  nlohmann::json current_;
+  nlohmann::json records_ = nlohmann::json::array();
+};
+
+}  // namespace
+
+CATCH_REGISTER_LISTENER(ResultsListener)
+
+int main(int argc, char** argv) {
+  // LibTorch may start with one intra-op thread: use the cores we may run on.
+  workbook::set_threads(workbook::available_cores());
+  return Catch::Session().run(argc, argv);
+}
