@@ -15,6 +15,7 @@
 #include "workbook/models.hpp"
 #include "workbook/progress.hpp"
 #include "workbook/results.hpp"
+#include "workbook/timing.hpp"
 #include "workbook/train_flags.hpp"
 
 namespace {

@@ -36,8 +36,8 @@ std::string dotted(const std::string& left, int width) {
 }
 
 int hint_stage(const std::string& exercise) {
-  nlohmann::json state = load_state();
-  return state["hints"].value(exercise, 0);
+  const nlohmann::json state = load_state();
+  return state.value("hints", nlohmann::json::object()).value(exercise, 0);
 }
 
 // Prints the chapter's table of exercises; returns the first unfinished one.
@@ -69,7 +69,7 @@ const Exercise* print_states(const Chapter& chapter, const ChapterCheck& check, 
       ++unfinished;
       if (!first) first = &e;
     }
-    fmt::print("  {} {}\n", dotted(fmt::format("{:<6} {}", e.id, e.title), 52), state);
+    fmt::print("  {} {}\n", dotted(fmt::format("{:<6} {}", e.id, e.title), 60), state);
   }
   // Tests that belong to no single exercise (the whole chapter on real data).
   if (check.built && check.run.ran) {
@@ -80,7 +80,7 @@ const Exercise* print_states(const Chapter& chapter, const ChapterCheck& check, 
         passed += r.passed;
       }
     if (total > 0) {
-      fmt::print("  {} {}\n", dotted(fmt::format("{:<6} {}", "", "the whole chapter together"), 52),
+      fmt::print("  {} {}\n", dotted(fmt::format("{:<6} {}", "", "the whole chapter together"), 60),
                  passed == total ? fmt::format("done ({} tests)", total)
                                  : fmt::format("{}/{} tests pass", passed, total));
       if (passed != total) ++unfinished;
@@ -126,7 +126,7 @@ int cmd_check(const std::optional<std::string>& target) {
     if (only) {
       fmt::print("{}  {}\n", chapter->id, chapter->title);
       ExerciseState s = exercise_state(check.run, only->id);
-      fmt::print("  {} {}\n", dotted(fmt::format("{:<6} {}", only->id, only->title), 52), state_name(s));
+      fmt::print("  {} {}\n", dotted(fmt::format("{:<6} {}", only->id, only->title), 60), state_name(s));
       if (s != ExerciseState::Done) {
         chapter_unfinished = 1;
         first = only;
@@ -183,7 +183,7 @@ int cmd_hint(const std::string& exercise_id, bool all, bool reset) {
            chapter.hints_file().string());
   const auto& stages = hints.at(exercise_id);
   nlohmann::json state = load_state();
-  int seen = reset ? 0 : state["hints"].value(exercise_id, 0);
+  int seen = reset ? 0 : hint_stage(exercise_id);
   if (reset) {
     state["hints"][exercise_id] = 0;
     save_state(state);

@@ -103,6 +103,9 @@ std::map<std::string, std::vector<std::string>> load_hints(const Chapter& chapte
       hints[current].back() += line + "\n";
     }
   }
+  for (auto& [exercise, stages] : hints)
+    for (std::string& stage : stages)
+      while (!stage.empty() && (stage.back() == '\n' || stage.back() == ' ')) stage.pop_back();
   return hints;
 }
 

@@ -101,7 +101,8 @@ void print_failure(const TestRecord& record) {
   std::string info = f.value("info", "");
   while (!info.empty() && info.back() == '\n') info.pop_back();
   const size_t last = info.rfind('\n');
-  if (!info.empty()) fmt::print("  meaning:  {}\n", last == std::string::npos ? info : info.substr(last + 1));
+  if (last != std::string::npos) info = info.substr(last + 1);
+  if (!info.empty() && info != message) fmt::print("  meaning:  {}\n", info);
 }
 
 }  // namespace workbook::cli
