@@ -1,10 +1,12 @@
 // runtime.cpp — devices, threads, clocks, memory and the progress bar.
+#include <malloc.h>
 #include <sched.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
 
+#include "workbook/allocator.hpp"
 #include "workbook/device.hpp"
 #include "workbook/errors.hpp"
 #include "workbook/memory.hpp"
@@ -64,6 +66,17 @@ void set_threads(int threads) {
     }
     interop_set = true;
   }
+}
+
+void tune_cpu_allocator() {
+#ifdef __GLIBC__
+  constexpr int kMmapThreshold = 32 << 20;   // the largest glibc accepts on 64-bit
+  constexpr int kTrimThreshold = 1 << 30;    // give memory back only beyond 1 GiB of free heap
+  constexpr int kTopPad = 64 << 20;          // grow the heap in 64 MiB steps
+  mallopt(M_MMAP_THRESHOLD, kMmapThreshold);
+  mallopt(M_TRIM_THRESHOLD, kTrimThreshold);
+  mallopt(M_TOP_PAD, kTopPad);
+#endif
 }
 
 bool stdout_is_terminal() { return isatty(fileno(stdout)) != 0; }

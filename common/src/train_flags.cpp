@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 
+#include "workbook/allocator.hpp"
 #include "workbook/device.hpp"
 #include "workbook/errors.hpp"
 
@@ -35,6 +36,7 @@ TrainFlags parse_train_flags(CLI::App& app, TrainFlags& flags, int argc, char** 
     fmt::print(stderr, "{}: {}\nRun with --help for the flags.\n", app.get_name(), e.what());
     std::exit(2);
   }
+  tune_cpu_allocator();
   if (flags.threads == 0) flags.threads = available_cores();
   set_threads(flags.threads);
   return flags;

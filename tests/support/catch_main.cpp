@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "workbook/allocator.hpp"
 #include "workbook/device.hpp"
 
 namespace {
@@ -65,6 +66,7 @@ CATCH_REGISTER_LISTENER(ResultsListener)
 
 int main(int argc, char** argv) {
   // LibTorch may start with one intra-op thread: use the cores we may run on.
+  workbook::tune_cpu_allocator();
   workbook::set_threads(workbook::available_cores());
   return Catch::Session().run(argc, argv);
 }
