@@ -77,3 +77,9 @@ function(workbook_add_chapter folder)
     endif()
   endforeach()
 endfunction()
+
+# A program given bad input must exit with `status` and say `pattern` on stderr.
+function(workbook_expect_error name labels status pattern)
+  add_test(NAME ${name} COMMAND sh ${CMAKE_SOURCE_DIR}/tests/support/expect_error.sh ${status} ${pattern} ${ARGN})
+  set_tests_properties(${name} PROPERTIES LABELS "${labels}" TIMEOUT 120)
+endfunction()

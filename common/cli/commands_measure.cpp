@@ -121,6 +121,8 @@ int cmd_bench(const std::string& chapter_name, int ranks, int repeats, const std
   // busy machine hits every implementation alike; medians resist outliers.
   for (int r = 0; r < repeats; ++r) {
     for (Impl& impl : impls) {
+      // An exercise not written yet will not be written by the next repeat.
+      if (!impl.runs.empty() && impl.runs.back().error.rfind("not done yet", 0) == 0) continue;
       fmt::print("  run {}/{}: {} ...\n", r + 1, repeats, impl.name);
       std::fflush(stdout);
       impl.runs.push_back(run_for_result(impl.argv, false, 1800, ranks));
@@ -157,7 +159,7 @@ int cmd_bench(const std::string& chapter_name, int ranks, int repeats, const std
       memory.push_back(o.result.value("peak_mem_bytes", 0.0));
     }
     if (rate.empty()) {
-      fmt::print("{:<16} {}\n", impl.name, error);
+      fmt::print("{:<16} {}\n", impl.name, error.substr(0, error.find(": replace")));
       continue;
     }
     const double ratio = reference_rate > 0 ? median(rate) / reference_rate : 0.0;

@@ -140,8 +140,8 @@ Dataset load_split(const fs::path& directory, const std::string& prefix, const L
   const std::string images_name = prefix + "-images-idx3-ubyte";
   const std::string labels_name = prefix + "-labels-idx1-ubyte";
   fs::path images_file = idx_file(directory, images_name);
-  fs::path labels_file = idx_file(directory, labels_name);
   IdxImages images = read_idx_images(images_file);
+  fs::path labels_file = idx_file(directory, labels_name);
   IdxLabels labels = read_idx_labels(labels_file);
   if (options.verify_checksums) {
     verify_checksum(images_file, images_name, images.sha256);

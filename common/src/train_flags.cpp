@@ -11,19 +11,34 @@
 
 namespace workbook {
 
+namespace {
+
+// CLI11's own range check prints the whole range of a double; this says it plainly.
+const CLI::Validator kPositive(
+    [](std::string& value) -> std::string {
+      try {
+        if (std::stod(value) > 0) return "";
+      } catch (const std::exception&) {
+      }
+      return "must be a positive number, got " + value;
+    },
+    "POSITIVE");
+
+}  // namespace
+
 void add_train_flags(CLI::App& app, TrainFlags& flags) {
-  app.add_option("--epochs", flags.epochs, "passes over the training set")->check(CLI::PositiveNumber)
+  app.add_option("--epochs", flags.epochs, "passes over the training set")->check(kPositive)
       ->capture_default_str();
-  app.add_option("--batch", flags.batch, "global batch size (all ranks together)")->check(CLI::PositiveNumber)
+  app.add_option("--batch", flags.batch, "global batch size (all ranks together)")->check(kPositive)
       ->capture_default_str();
-  app.add_option("--lr", flags.lr, "learning rate")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--lr", flags.lr, "learning rate")->check(kPositive)->capture_default_str();
   app.add_option("--data", flags.data, "directory with the Fashion-MNIST IDX files (.gz or not)");
   app.add_option("--device", flags.device, "cpu, cuda or cuda:N")->capture_default_str();
   app.add_option("--seed", flags.seed, "random seed")->capture_default_str();
   app.add_option("--threads", flags.threads, "CPU threads per rank (default: the cores this process may use)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 4096));
   app.add_option("--train-samples", flags.train_samples, "train on the first N samples (quick runs)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   app.add_option("--json", flags.json, "write JSON lines (per epoch, then the result) to FILE ('-': stdout)");
 }
 
