@@ -81,12 +81,18 @@ void tune_cpu_allocator() {
 
 bool stdout_is_terminal() { return isatty(fileno(stdout)) != 0; }
 
+Stopwatch::Stopwatch(torch::Device device) : device_(device) {
+  if (device_.is_cuda() && built_with_cuda_runtime()) events_ = std::make_unique<CudaEventTimer>(device_.has_index() ? device_.index() : 0);
+}
+
 void Stopwatch::start() {
   synchronize(device_);
+  if (events_) events_->start();
   begin_ = std::chrono::steady_clock::now();
 }
 
 double Stopwatch::stop() {
+  if (events_) return seconds_ = events_->stop();
   synchronize(device_);
   seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin_).count();
   return seconds_;
