@@ -116,7 +116,10 @@ int cmd_bench(const std::string& chapter_name, int ranks, int repeats, const std
   fmt::print("{} bench: {} {}, {} rank(s), {} thread(s) per rank; {} run(s) of each, interleaved; medians\n",
              chapter.id, program, fmt::join(args, " "), ranks, threads, repeats);
   std::optional<std::ofstream> json;
-  if (json_file) json.emplace(*json_file);
+  if (json_file) {
+    json.emplace(*json_file);
+    WB_CHECK(json->is_open(), "--json {}: cannot open for writing", *json_file);
+  }
   // Note: runs are interleaved (A B C A B C ...) so that a slow spell of a
   // busy machine hits every implementation alike; medians resist outliers.
   for (int r = 0; r < repeats; ++r) {
@@ -175,7 +178,7 @@ int cmd_bench(const std::string& chapter_name, int ranks, int repeats, const std
   }
   const std::string note = chapter.bench.value("note", "");
   if (!note.empty()) fmt::print("\n{}\n", note);
-  return 0;
+  return reference_rate > 0 ? 0 : 1;  // without the reference there is nothing to compare with
 }
 
 int cmd_tour(bool full, const std::optional<std::string>& json_file, const std::optional<std::string>& csv_file) {
@@ -192,6 +195,8 @@ int cmd_tour(bool full, const std::optional<std::string>& json_file, const std::
   const fs::path json_path = json_file ? fs::path(*json_file) : dir / "tour.jsonl";
   const fs::path csv_path = csv_file ? fs::path(*csv_file) : dir / "tour.csv";
   std::ofstream json(json_path), csv(csv_path);
+  WB_CHECK(json.is_open(), "{}: cannot open for writing", json_path.string());
+  WB_CHECK(csv.is_open(), "{}: cannot open for writing", csv_path.string());
   csv << "chapter,configuration,ranks,device,epochs,train_samples,test_accuracy,time_s,speedup,samples_per_s,"
          "peak_mem_bytes\n";
 
@@ -266,12 +271,19 @@ int cmd_info() {
                gpu.devices, gpu.note.empty() ? "" : " (" + gpu.note + ")");
   else
     fmt::print("CUDA, NCCL       {}\n", gpu.note);
+  // The same search as the programs' (workbook::find_fashion_mnist, data/README.md).
   std::string data = "not found (apt-get install dataset-fashion-mnist, or --data DIR)";
   std::vector<fs::path> candidates;
-  if (const char* env = std::getenv("WORKBOOK_DATA")) candidates.emplace_back(env);
-  candidates.insert(candidates.end(), {fs::path("data"), source_dir() / "data", fs::path("/usr/share/datasets/fashion-mnist")});
+  const char* env = std::getenv("WORKBOOK_DATA");
+  if (env != nullptr && *env != '\0') {
+    candidates.emplace_back(env);
+    data = fmt::format("not found in $WORKBOOK_DATA={}", env);
+  } else {
+    candidates = {fs::path("data"), source_dir() / "data", fs::path("/usr/share/datasets/fashion-mnist")};
+  }
+  std::error_code error;
   for (const fs::path& dir : candidates)
-    if (fs::exists(dir / "train-images-idx3-ubyte.gz") || fs::exists(dir / "train-images-idx3-ubyte")) {
+    if (fs::exists(dir / "train-images-idx3-ubyte.gz", error) || fs::exists(dir / "train-images-idx3-ubyte", error)) {
       data = dir.string();
       break;
     }

@@ -74,7 +74,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int code = app.exit(e);  // prints help, or the mistake
+    return code == 0 ? 0 : 2;
   } catch (const workbook::UserError& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 2;

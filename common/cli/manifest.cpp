@@ -40,6 +40,14 @@ Chapter parse_chapter(const fs::path& manifest) {
     chapter.program = j.value("program", "");
     chapter.bench = j.value("bench", nlohmann::json::object());
     chapter.tour = j.value("tour", nlohmann::json::array());
+    // Checked here, so that a mistake in a manifest is reported with its file.
+    for (const auto& b : chapter.bench.value("baselines", nlohmann::json::array()))
+      if (!b.at("name").is_string() || !b.at("command").is_array())
+        throw UserError(fmt::format("{}: a bench baseline needs \"name\" and \"command\"", manifest.string()));
+    if (!chapter.tour.is_array()) throw UserError(fmt::format("{}: \"tour\" must be a list", manifest.string()));
+    for (const auto& t : chapter.tour)
+      if (!t.is_object() || !t.at("config").is_string() || !t.value("args", nlohmann::json::array()).is_array())
+        throw UserError(fmt::format("{}: each tour entry needs \"config\" and \"args\"", manifest.string()));
     for (const auto& e : j.at("exercises"))
       chapter.exercises.push_back({e.at("id").get<std::string>(), e.at("title").get<std::string>(),
                                    e.at("file").get<std::string>()});
@@ -112,11 +120,17 @@ std::map<std::string, std::vector<std::string>> load_hints(const Chapter& chapte
 nlohmann::json load_state() {
   const fs::path path = build_dir() / "workbook-state.json";
   if (!fs::exists(path)) return nlohmann::json::object();
+  // A damaged state file only loses hint positions.
+  nlohmann::json state;
   try {
-    return read_json(path);
+    state = read_json(path);
   } catch (const UserError&) {
-    return nlohmann::json::object();  // a damaged state file only loses hint positions
   }
+  if (!state.is_object()) state = nlohmann::json::object();
+  if (!state.contains("hints") || !state["hints"].is_object()) state["hints"] = nlohmann::json::object();
+  for (auto& [exercise, stage] : state["hints"].items())
+    if (!stage.is_number_integer()) stage = 0;
+  return state;
 }
 
 void save_state(const nlohmann::json& state) {

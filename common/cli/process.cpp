@@ -18,6 +18,28 @@
 #include "workbook/errors.hpp"
 
 namespace workbook::cli {
+namespace {
+
+// Note: a child with a time limit runs in its own process group (below), so
+// the terminal's Ctrl-C does not reach it. While it runs we catch SIGINT,
+// SIGTERM and SIGHUP, pass them on to its group, and then die of the same signal.
+volatile sig_atomic_t g_signal = 0;
+void remember_signal(int signal_number) { g_signal = signal_number; }
+
+// Reads what is left in the pipe for at most `seconds`.
+void drain(int fd, std::string& output, double seconds) {
+  const auto stop = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  char buffer[4096];
+  while (std::chrono::steady_clock::now() < stop) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) continue;
+    const ssize_t got = read(fd, buffer, sizeof buffer);
+    if (got <= 0) return;
+    output.append(buffer, static_cast<size_t>(got));
+  }
+}
+
+}  // namespace
 
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& options) {
   WB_ASSERT(!argv.empty(), "empty command");
@@ -43,7 +65,16 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     fmt::print(stderr, "workbook: cannot start {}: {}\n", argv[0], std::strerror(errno));
     _exit(127);
   }
-  if (options.timeout_s > 0) setpgid(pid, pid);
+  const bool own_group = options.timeout_s > 0;
+  struct sigaction forward {}, previous[3];
+  const int forwarded[3] = {SIGINT, SIGTERM, SIGHUP};
+  if (own_group) {
+    setpgid(pid, pid);
+    g_signal = 0;
+    forward.sa_handler = remember_signal;
+    sigemptyset(&forward.sa_mask);
+    for (int i = 0; i < 3; ++i) sigaction(forwarded[i], &forward, &previous[i]);
+  }
 
   ProcessResult result;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options.timeout_s);
@@ -63,11 +94,15 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     const pid_t done = waitpid(pid, &status, WNOHANG);
-    if (done == pid && !open) break;
-    if (done == pid) {  // drain what is left in the pipe
-      char buffer[4096];
-      ssize_t got;
-      while ((got = read(pipe_fds[0], buffer, sizeof buffer)) > 0) result.output.append(buffer, static_cast<size_t>(got));
+    if (done == pid) {
+      // The child is gone; anything it left behind in its group goes too.
+      if (own_group) kill(-pid, SIGKILL);
+      if (open) drain(pipe_fds[0], result.output, 2.0);
+      break;
+    }
+    if (g_signal != 0) {
+      kill(-pid, SIGTERM);
+      waitpid(pid, &status, 0);
       break;
     }
     if (options.timeout_s > 0 && std::chrono::steady_clock::now() > deadline) {
@@ -78,6 +113,10 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     }
   }
   if (options.capture) close(pipe_fds[0]);
+  if (own_group) {
+    for (int i = 0; i < 3; ++i) sigaction(forwarded[i], &previous[i], nullptr);
+    if (g_signal != 0) raise(g_signal);  // die as the user asked, after the child
+  }
   if (result.timed_out) result.exit_code = 124;
   else if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   else if (WIFSIGNALED(status)) result.exit_code = 128 + WTERMSIG(status);

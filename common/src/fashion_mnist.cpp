@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include <fmt/ranges.h>
+
 #include "workbook/config.hpp"
 #include "workbook/errors.hpp"
 
@@ -23,9 +25,15 @@ constexpr uint32_t kLabelsMagic = 0x00000801;
 constexpr int64_t kRows = 28, kCols = 28;
 constexpr int64_t kClasses = 10;
 
+// fs::exists that answers false (instead of throwing) when a folder cannot be read.
+bool path_exists(const fs::path& path) {
+  std::error_code error;
+  return fs::exists(path, error);
+}
+
 // The decompressed bytes of `file`; zlib passes uncompressed files through.
 std::vector<uint8_t> read_all_bytes(const fs::path& file) {
-  WB_CHECK(fs::exists(file), "{}: file not found", file.string());
+  WB_CHECK(path_exists(file), "{}: file not found (or not readable)", file.string());
   gzFile handle = gzopen(file.c_str(), "rb");
   WB_CHECK(handle != nullptr, "{}: cannot open for reading", file.string());
   std::vector<uint8_t> bytes;
@@ -67,7 +75,10 @@ std::vector<int64_t> parse_header(const std::vector<uint8_t>& bytes, const fs::p
   int64_t payload = 1;
   for (int d = 0; d < dims; ++d) {
     shape.push_back(big_endian_u32(bytes, 4 + 4 * d));
-    payload *= shape.back();
+    // A corrupt header can promise more than any file holds: say so, without overflowing.
+    WB_CHECK(!__builtin_mul_overflow(payload, shape.back(), &payload) && payload <= (int64_t{1} << 40),
+             "{}: corrupt header: dimensions {} promise more data than any IDX file holds", file.string(),
+             fmt::join(shape, " x "));
   }
   const size_t expected = header + static_cast<size_t>(payload);
   WB_CHECK(bytes.size() >= expected, "{}: truncated: {} bytes, the header promises {}", file.string(),
@@ -115,9 +126,9 @@ namespace {
 // "train-images-idx3-ubyte" or "train-images-idx3-ubyte.gz", whichever exists.
 fs::path idx_file(const fs::path& directory, const std::string& name) {
   fs::path plain = directory / name;
-  if (fs::exists(plain)) return plain;
+  if (path_exists(plain)) return plain;
   fs::path gz = directory / (name + ".gz");
-  WB_CHECK(fs::exists(gz), "{}: missing (neither {} nor {}.gz is in {})", plain.string(), name, name,
+  WB_CHECK(path_exists(gz), "{}: missing (neither {} nor {}.gz is in {})", plain.string(), name, name,
            directory.string());
   return gz;
 }
@@ -177,7 +188,7 @@ fs::path find_fashion_mnist(const std::optional<fs::path>& explicit_dir) {
   }
   std::string searched;
   for (const fs::path& dir : candidates) {
-    if (fs::exists(dir / "train-images-idx3-ubyte") || fs::exists(dir / "train-images-idx3-ubyte.gz"))
+    if (path_exists(dir / "train-images-idx3-ubyte") || path_exists(dir / "train-images-idx3-ubyte.gz"))
       return dir;
     searched += fmt::format("\n  {}", dir.string());
   }

@@ -79,6 +79,7 @@ int train(int argc, char** argv) {
                                   fmt::format("{:.4f}", eval.mean_loss), fmt::format("{:.4f}", eval.accuracy()),
                                   fmt::format("{:.2f}", epoch_seconds), fmt::format("{:.1f}", stats.samples_per_s()),
                                   workbook::format_bytes(peak)}));
+    std::fflush(stdout);  // a row per epoch also when stdout is a file (a cluster job's log)
     json.write({{"type", "epoch"}, {"chapter", "ch01"}, {"epoch", epoch}, {"train_loss", stats.mean_loss},
                 {"test_loss", eval.mean_loss}, {"test_accuracy", eval.accuracy()}, {"epoch_s", epoch_seconds},
                 {"samples_per_s", stats.samples_per_s()}, {"peak_mem_bytes", peak}});

@@ -25,6 +25,12 @@ TEST_CASE("ex1.1 epoch_order is a permutation, reproducible from seed and epoch"
   torch::Tensor first = ch01::epoch_order(n, 7, 1, true);
   torch::manual_seed(456);
   REQUIRE(torch::equal(first, ch01::epoch_order(n, 7, 1, true)));
+  INFO("epoch_order must not reseed or draw from the global RNG");
+  torch::manual_seed(99);
+  torch::Tensor undisturbed = torch::rand({4});
+  torch::manual_seed(99);
+  ch01::epoch_order(n, 7, 1, true);
+  REQUIRE(torch::equal(undisturbed, torch::rand({4})));
 }
 
 TEST_CASE("ex1.1 epoch_order without shuffling is 0, 1, 2, ...", "[ex1.1]") {

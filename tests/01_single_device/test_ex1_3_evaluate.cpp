@@ -17,7 +17,39 @@ std::shared_ptr<workbook::TinyNet> model_with_history() {
   return model;
 }
 
+// Records, at each forward pass, whether autograd was recording and the mode.
+class Spy : public workbook::Classifier {
+ public:
+  explicit Spy(std::shared_ptr<workbook::Classifier> inner) : inner_(register_module("inner", std::move(inner))) {}
+  torch::Tensor forward(torch::Tensor images) override {
+    grad_mode_seen.push_back(torch::GradMode::is_enabled());
+    training_seen.push_back(is_training());
+    return inner_->forward(images);
+  }
+  std::shared_ptr<workbook::Classifier> fresh() const override { return std::make_shared<Spy>(inner_->fresh()); }
+  std::vector<bool> grad_mode_seen, training_seen;
+
+ private:
+  std::shared_ptr<workbook::Classifier> inner_;
+};
+
 }  // namespace
+
+TEST_CASE("ex1.3 evaluate runs every forward pass in eval mode without autograd", "[ex1.3]") {
+  auto spy = std::make_shared<Spy>(model_with_history());
+  spy->train();
+  torch::Tensor images = torch::rand({25, 1, 28, 28});
+  torch::Tensor labels = torch::randint(0, 10, {25}, torch::kInt64);
+  ch01::evaluate(*spy, images, labels, 10, torch::kCPU);
+  INFO("25 samples in batches of 10 are 3 forward passes");
+  REQUIRE(spy->grad_mode_seen.size() == 3);
+  INFO("each forward pass must run under torch::NoGradGuard (no graph recorded)");
+  for (bool recording : spy->grad_mode_seen) REQUIRE_FALSE(recording);
+  INFO("each forward pass must run in eval mode");
+  for (bool training : spy->training_seen) REQUIRE_FALSE(training);
+  INFO("autograd is recording again afterwards");
+  REQUIRE(torch::GradMode::is_enabled());
+}
 
 TEST_CASE("ex1.3 evaluate counts every sample once and equals a full-batch oracle", "[ex1.3]") {
   auto model = model_with_history();

@@ -105,6 +105,12 @@ TEST_CASE("each bad IDX file gives a message naming the file and the problem", "
   write_file(f, idx_images(2, 32, 32));
   REQUIRE_THAT(error_of([&] { workbook::read_idx_images(f); }), Contains("32x32"));
 
+  // A header promising 4 billion images: an error, not an overflow or an allocation.
+  auto huge = idx_images(0);
+  huge[4] = huge[5] = huge[6] = huge[7] = 0xff;
+  write_file(f, huge);
+  REQUIRE_THAT(error_of([&] { workbook::read_idx_images(f); }), Contains("corrupt header"));
+
   auto trailing = idx_images(2);
   trailing.push_back(7);
   write_file(f, trailing);
