@@ -86,7 +86,8 @@ RunOutcome run_for_result(std::vector<std::string> argv, bool passthrough, doubl
 
 }  // namespace
 
-int cmd_bench(const std::string& chapter_name, int ranks, int repeats, const std::optional<std::string>& json_file) {
+int cmd_bench(const std::string& chapter_name, int ranks, int repeats, const std::optional<std::string>& json_file,
+              const std::vector<std::string>& extra_args) {
   const auto chapters = load_chapters();
   const Chapter& chapter = find_chapter(chapters, chapter_name);
   WB_CHECK(!chapter.bench.is_null() && !chapter.bench.empty(), "{} has no benchmark", chapter.id);
@@ -98,6 +99,7 @@ int cmd_bench(const std::string& chapter_name, int ranks, int repeats, const std
   std::vector<std::string> args = chapter.bench.value("args", std::vector<std::string>{});
   args.push_back("--threads");
   args.push_back(std::to_string(threads));
+  args.insert(args.end(), extra_args.begin(), extra_args.end());  // later flags win
 
   struct Impl {
     std::string name;

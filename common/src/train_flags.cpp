@@ -27,6 +27,8 @@ const CLI::Validator kPositive(
 }  // namespace
 
 void add_train_flags(CLI::App& app, TrainFlags& flags) {
+  // A flag given twice takes its last value, so wrappers can append overrides.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--epochs", flags.epochs, "passes over the training set")->check(kPositive)
       ->capture_default_str();
   app.add_option("--batch", flags.batch, "global batch size (all ranks together)")->check(kPositive)
