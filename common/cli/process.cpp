@@ -152,7 +152,9 @@ bool build_targets(const std::vector<std::string>& targets, bool quiet) {
 }
 
 std::map<std::string, std::string> mpi_environment() {
-  // Open MPI refuses to run as root unless told; CI and containers run as root.
+  // Open MPI refuses to run as root unless told; CI and containers run as
+  // root. Only the child launched here gets these, never the user's shell.
+  if (geteuid() != 0) return {};
   return {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
 }
 
