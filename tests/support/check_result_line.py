@@ -1,0 +1,21 @@
+#!/usr/bin/python3
+"""check_result_line.py FILE — the last JSON line a run wrote is its result and
+carries every key DESIGN.md requires (workbook::required_result_keys)."""
+import json
+import sys
+
+REQUIRED = ["chapter", "device", "ranks", "epochs", "test_accuracy", "samples_per_s", "epoch_s", "peak_mem_bytes"]
+
+lines = [line for line in open(sys.argv[1]) if line.strip()]
+if not lines:
+    sys.exit(f"{sys.argv[1]}: no JSON lines")
+records = [json.loads(line) for line in lines]
+result = records[-1]
+missing = [key for key in REQUIRED if key not in result]
+if result.get("type") != "result" or missing:
+    sys.exit(f"last line is not a complete result: type={result.get('type')}, missing={missing}")
+if not 0.0 <= result["test_accuracy"] <= 1.0 or result["samples_per_s"] <= 0 or result["peak_mem_bytes"] <= 0:
+    sys.exit(f"implausible result: {result}")
+if not all(r.get("type") == "epoch" for r in records[:-1]) or len(records) - 1 != result["epochs"]:
+    sys.exit(f"expected one epoch line per epoch before the result, got {[r.get('type') for r in records]}")
+print("ok:", json.dumps(result))
