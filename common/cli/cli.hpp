@@ -71,6 +71,10 @@ bool build_targets(const std::vector<std::string>& targets, bool quiet);
 // The environment every MPI launch needs in this workbook's harness.
 std::map<std::string, std::string> mpi_environment();
 
+// `argv` as started with `ranks` processes: itself for 1, under mpiexec
+// (oversubscribed, so more ranks than cores work) for more.
+std::vector<std::string> launch_command(int ranks, std::vector<std::string> argv);
+
 // ---- tests ---------------------------------------------------------------------
 
 struct TestRecord {
@@ -94,7 +98,16 @@ TestRun run_tests(const std::string& binary, const std::string& filter, double t
 
 enum class ExerciseState { NotStarted, Failing, Done, NoTests };
 std::string state_name(ExerciseState state);
-ExerciseState exercise_state(const TestRun& run, const std::string& exercise);
+
+// How an exercise's tests (those tagged [exN.M]) went in a run.
+struct ExerciseTally {
+  int total = 0, passed = 0, not_started = 0;
+  ExerciseState state() const;
+};
+ExerciseTally tally(const TestRun& run, const std::string& exercise);
+inline ExerciseState exercise_state(const TestRun& run, const std::string& exercise) {
+  return tally(run, exercise).state();
+}
 
 // Prints a failed assertion the way a learner can act on it.
 void print_failure(const TestRecord& record);

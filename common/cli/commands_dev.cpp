@@ -17,6 +17,7 @@ int cmd_dev_sync(bool dry_run) {
   const fs::path backup = build_dir() / "dev-sync-backup" /
                           std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
   int written = 0;
+  bool backed_up = false;
   for (const auto& f : files) {
     if (f.up_to_date) continue;
     const fs::path relative = fs::relative(f.skeleton, source_dir());
@@ -27,6 +28,7 @@ int cmd_dev_sync(bool dry_run) {
     if (fs::exists(f.skeleton)) {
       fs::create_directories((backup / relative).parent_path());
       fs::copy_file(f.skeleton, backup / relative);
+      backed_up = true;
     }
     fs::create_directories(f.skeleton.parent_path());
     const fs::path temporary = f.skeleton.string() + ".tmp";
@@ -38,7 +40,7 @@ int cmd_dev_sync(bool dry_run) {
                fs::relative(orphan, source_dir()).string());
   fmt::print("{} file(s) {}; {} up to date{}\n", written, dry_run ? "would change" : "written",
              files.size() - static_cast<size_t>(written),
-             written && !dry_run ? fmt::format(" (previous versions in {})", backup.string()) : "");
+             backed_up ? fmt::format(" (previous versions in {})", backup.string()) : "");
   return 0;
 }
 

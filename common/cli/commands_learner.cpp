@@ -3,7 +3,6 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
-#include "workbook/config.hpp"
 #include "workbook/errors.hpp"
 
 namespace workbook::cli {
@@ -47,16 +46,11 @@ const Exercise* print_states(const Chapter& chapter, const ChapterCheck& check, 
   for (const Exercise& e : chapter.exercises) {
     std::string state = "does not compile";
     if (check.built && check.run.ran) {
-      ExerciseState s = exercise_state(check.run, e.id);
+      const ExerciseTally counts = tally(check.run, e.id);
+      const ExerciseState s = counts.state();
       state = state_name(s);
-      int total = 0, passed = 0;
-      for (const auto& r : check.run.records)
-        if (r.exercise() == e.id) {
-          ++total;
-          passed += r.passed;
-        }
-      if (s == ExerciseState::Failing) state += fmt::format(" ({}/{} tests pass)", passed, total);
-      if (s == ExerciseState::Done) state += fmt::format(" ({} tests)", total);
+      if (s == ExerciseState::Failing) state += fmt::format(" ({}/{} tests pass)", counts.passed, counts.total);
+      if (s == ExerciseState::Done) state += fmt::format(" ({} tests)", counts.total);
       if (s != ExerciseState::Done && s != ExerciseState::NoTests) {
         ++unfinished;
         if (!first) first = &e;
@@ -210,13 +204,9 @@ int cmd_run(const std::string& chapter_name, bool solution, int ranks, const std
            chapter.max_ranks == 1 ? "single-process chapter" : "chapter", ranks, chapter.max_ranks);
   const std::string flavor = solution ? "solution" : "student";
   if (!build_targets({chapter.program + "_" + flavor}, /*quiet=*/true)) return 1;
-  std::vector<std::string> argv;
-  if (ranks > 1) {
-    WB_CHECK(!config::mpiexec.empty(), "--ranks {} needs MPI, and this build found no mpiexec", ranks);
-    argv = {std::string(config::mpiexec), "--oversubscribe", "-n", std::to_string(ranks)};
-  }
-  argv.push_back((build_dir() / "bin" / flavor / chapter.program).string());
+  std::vector<std::string> argv = {(build_dir() / "bin" / flavor / chapter.program).string()};
   argv.insert(argv.end(), args.begin(), args.end());
+  argv = launch_command(ranks, argv);
   ProcessOptions options;
   if (ranks > 1) options.env = mpi_environment();
   return run_process(argv, options).exit_code;

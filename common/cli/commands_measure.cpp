@@ -10,6 +10,7 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "workbook/config.hpp"
+#include "workbook/data_location.hpp"
 #include "workbook/errors.hpp"
 #include "workbook/gpu_info.hpp"
 
@@ -49,10 +50,7 @@ RunOutcome run_for_result(std::vector<std::string> argv, bool passthrough, doubl
   fs::remove(json);
   argv.push_back("--json");
   argv.push_back(json.string());
-  if (ranks > 1) {
-    WB_CHECK(!config::mpiexec.empty(), "--ranks {} needs MPI, and this build found no mpiexec", ranks);
-    argv.insert(argv.begin(), {std::string(config::mpiexec), "--oversubscribe", "-n", std::to_string(ranks)});
-  }
+  argv = launch_command(ranks, argv);
   ProcessOptions options;
   options.capture = !passthrough;
   options.timeout_s = timeout_s;
@@ -273,22 +271,12 @@ int cmd_info() {
                gpu.devices, gpu.note.empty() ? "" : " (" + gpu.note + ")");
   else
     fmt::print("CUDA, NCCL       {}\n", gpu.note);
-  // The same search as the programs' (workbook::find_fashion_mnist, data/README.md).
-  std::string data = "not found (apt-get install dataset-fashion-mnist, or --data DIR)";
-  std::vector<fs::path> candidates;
-  const char* env = std::getenv("WORKBOOK_DATA");
-  if (env != nullptr && *env != '\0') {
-    candidates.emplace_back(env);
-    data = fmt::format("not found in $WORKBOOK_DATA={}", env);
-  } else {
-    candidates = {fs::path("data"), source_dir() / "data", fs::path("/usr/share/datasets/fashion-mnist")};
+  std::string data;
+  try {
+    data = find_fashion_mnist(std::nullopt).string();
+  } catch (const UserError& e) {
+    data = e.what();
   }
-  std::error_code error;
-  for (const fs::path& dir : candidates)
-    if (fs::exists(dir / "train-images-idx3-ubyte.gz", error) || fs::exists(dir / "train-images-idx3-ubyte", error)) {
-      data = dir.string();
-      break;
-    }
   fmt::print("Fashion-MNIST    {}\n", data);
   return 0;
 }

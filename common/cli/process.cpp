@@ -158,4 +158,12 @@ std::map<std::string, std::string> mpi_environment() {
   return {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
 }
 
+std::vector<std::string> launch_command(int ranks, std::vector<std::string> argv) {
+  if (ranks <= 1) return argv;
+  WB_CHECK(!config::mpiexec.empty(), "--ranks {} needs MPI, and this build found no mpiexec", ranks);
+  std::vector<std::string> launched = {std::string(config::mpiexec), "--oversubscribe", "-n", std::to_string(ranks)};
+  launched.insert(launched.end(), argv.begin(), argv.end());
+  return launched;
+}
+
 }  // namespace workbook::cli

@@ -67,14 +67,18 @@ std::string state_name(ExerciseState state) {
   return "?";
 }
 
-ExerciseState exercise_state(const TestRun& run, const std::string& exercise) {
-  int total = 0, passed = 0, not_started = 0;
+ExerciseTally tally(const TestRun& run, const std::string& exercise) {
+  ExerciseTally t;
   for (const TestRecord& r : run.records) {
     if (r.exercise() != exercise) continue;
-    ++total;
-    if (r.passed) ++passed;
-    else if (r.not_implemented(exercise)) ++not_started;
+    ++t.total;
+    if (r.passed) ++t.passed;
+    else if (r.not_implemented(exercise)) ++t.not_started;
   }
+  return t;
+}
+
+ExerciseState ExerciseTally::state() const {
   if (total == 0) return ExerciseState::NoTests;
   if (passed == total) return ExerciseState::Done;
   if (not_started == total) return ExerciseState::NotStarted;
@@ -85,10 +89,7 @@ void print_failure(const TestRecord& record) {
   fmt::print("  test:     {}\n", record.name);
   const nlohmann::json& f = record.failure;
   if (f.is_null()) return;
-  std::string file = f.value("file", "");
-  const std::string root = source_dir().string() + "/";
-  if (file.rfind(root, 0) == 0) file = file.substr(root.size());
-  fmt::print("  at:       {}:{}\n", file, f.value("line", 0));
+  fmt::print("  at:       {}:{}\n", relative_to_source(f.value("file", "")), f.value("line", 0));
   const std::string expression = f.value("expression", "");
   if (!expression.empty()) {
     fmt::print("  check:    {}\n", expression);

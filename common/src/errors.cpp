@@ -6,14 +6,13 @@
 #include "workbook/config.hpp"
 
 namespace workbook {
-namespace {
-// Paths relative to the repository read better: chapters/01_single_device/x.cpp:12.
-std::string relative_to_source(std::string_view path) {
-  std::string_view root = config::source_dir;
-  if (path.substr(0, root.size()) == root && path.size() > root.size() + 1) path.remove_prefix(root.size() + 1);
-  return std::string(path);
+
+std::string relative_to_source(const std::string& path) {
+  const std::string_view root = config::source_dir;
+  if (path.size() > root.size() + 1 && path.compare(0, root.size(), root) == 0 && path[root.size()] == '/')
+    return path.substr(root.size() + 1);
+  return path;
 }
-}  // namespace
 
 NotImplemented::NotImplemented(const std::string& exercise, const char* file, int line)
     : std::logic_error(fmt::format(

@@ -7,12 +7,12 @@
 #include <openssl/evp.h>
 #include <zlib.h>
 
-#include <cstdlib>
 #include <vector>
 
 #include <fmt/ranges.h>
 
 #include "workbook/config.hpp"
+#include "workbook/data_location.hpp"
 #include "workbook/errors.hpp"
 
 namespace fs = std::filesystem;
@@ -24,12 +24,6 @@ constexpr uint32_t kImagesMagic = 0x00000803;
 constexpr uint32_t kLabelsMagic = 0x00000801;
 constexpr int64_t kRows = 28, kCols = 28;
 constexpr int64_t kClasses = 10;
-
-// fs::exists that answers false (instead of throwing) when a folder cannot be read.
-bool path_exists(const fs::path& path) {
-  std::error_code error;
-  return fs::exists(path, error);
-}
 
 // The decompressed bytes of `file`; zlib passes uncompressed files through.
 std::vector<uint8_t> read_all_bytes(const fs::path& file) {
@@ -171,32 +165,6 @@ Dataset load_split(const fs::path& directory, const std::string& prefix, const L
 }
 
 }  // namespace
-
-fs::path find_fashion_mnist(const std::optional<fs::path>& explicit_dir) {
-  std::vector<fs::path> candidates;
-  if (explicit_dir) {
-    // --data is a promise: look nowhere else, so a typo is not silently ignored.
-    candidates.push_back(*explicit_dir);
-  } else {
-    if (const char* env = std::getenv("WORKBOOK_DATA"); env != nullptr && *env != '\0') {
-      candidates.emplace_back(env);
-    } else {
-      candidates.emplace_back("data");
-      candidates.push_back(fs::path(std::string(config::source_dir)) / "data");
-      candidates.emplace_back("/usr/share/datasets/fashion-mnist");
-    }
-  }
-  std::string searched;
-  for (const fs::path& dir : candidates) {
-    if (path_exists(dir / "train-images-idx3-ubyte") || path_exists(dir / "train-images-idx3-ubyte.gz"))
-      return dir;
-    searched += fmt::format("\n  {}", dir.string());
-  }
-  throw UserError(fmt::format(
-      "Fashion-MNIST not found; looked for train-images-idx3-ubyte(.gz) in:{}\n"
-      "Install it with `apt-get install dataset-fashion-mnist`, or pass --data DIR (see data/README.md).",
-      searched));
-}
 
 FashionMnist load_fashion_mnist(const fs::path& directory, const LoadOptions& options) {
   WB_CHECK(options.train_samples == -1 || options.train_samples > 0, "--train-samples must be positive, got {}",

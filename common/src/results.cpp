@@ -29,12 +29,6 @@ void JsonLines::write(const nlohmann::json& record) {
   std::fflush(out_);  // a crash later must not lose the lines already written
 }
 
-const std::vector<std::string>& required_result_keys() {
-  static const std::vector<std::string> keys = {"chapter",       "device",  "ranks",         "epochs",
-                                                "test_accuracy", "samples_per_s", "epoch_s", "peak_mem_bytes"};
-  return keys;
-}
-
 std::string Table::header() const {
   std::string line;
   for (const Column& c : columns_) line += fmt::format("{:>{}}", c.title, c.width + 1);

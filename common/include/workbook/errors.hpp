@@ -32,6 +32,10 @@ class NotImplemented : public std::logic_error {
   std::string exercise_;
 };
 
+// A path inside the repository, shown relative to its root
+// ("chapters/01_single_device/batches.cpp"); other paths unchanged.
+std::string relative_to_source(const std::string& path);
+
 }  // namespace workbook
 
 // WB_CHECK(condition, "format {}", args...): a user error when condition is false.

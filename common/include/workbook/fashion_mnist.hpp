@@ -7,6 +7,8 @@
 
 #include <torch/torch.h>
 
+#include "workbook/data_location.hpp"  // find_fashion_mnist
+
 namespace workbook {
 
 // One split of the dataset, in memory.
@@ -36,11 +38,6 @@ struct IdxLabels {
 // UserError whose message names the file and says what is wrong.
 IdxImages read_idx_images(const std::filesystem::path& file);
 IdxLabels read_idx_labels(const std::filesystem::path& file);
-
-// Where the four files are: the first of `explicit_dir` (--data), $WORKBOOK_DATA,
-// ./data, <source>/data, /usr/share/datasets/fashion-mnist that holds
-// train-images-idx3-ubyte(.gz). A UserError lists every place searched.
-std::filesystem::path find_fashion_mnist(const std::optional<std::filesystem::path>& explicit_dir);
 
 struct LoadOptions {
   int64_t train_samples = -1;   // keep the first N training samples (-1: all)

@@ -28,9 +28,6 @@ class JsonLines {
   bool owned_ = false;
 };
 
-// The keys every result line carries (DESIGN.md, Conventions); a test checks them.
-const std::vector<std::string>& required_result_keys();
-
 // A table with fixed-width columns, right-aligned numbers, printed row by row.
 struct Column {
   std::string title;
