@@ -26,15 +26,26 @@ torch::Tensor FashionCNN::forward(torch::Tensor x) {
   return fc3(fc2(x));
 }
 
-TinyNet::TinyNet(int64_t hidden, double dropout_p) : hidden_(hidden), dropout_p_(dropout_p) {
+TinyNet::TinyNet(int64_t hidden, double dropout_p, bool batch_norm)
+    : hidden_(hidden), dropout_p_(dropout_p), batch_norm_(batch_norm) {
   fc1 = register_module("fc1", nn::Linear(28 * 28, hidden));
-  bn = register_module("bn", nn::BatchNorm1d(hidden));
+  if (batch_norm) bn = register_module("bn", nn::BatchNorm1d(hidden));
   dropout = register_module("dropout", nn::Dropout(dropout_p));
   fc2 = register_module("fc2", nn::Linear(hidden, 10));
 }
 
 torch::Tensor TinyNet::forward(torch::Tensor x) {
-  return fc2(dropout(torch::relu(bn(fc1(x.flatten(1))))));
+  torch::Tensor hidden = fc1(x.flatten(1));
+  if (batch_norm_) hidden = bn(hidden);
+  return fc2(dropout(torch::relu(hidden)));
+}
+
+std::shared_ptr<nn::Module> Classifier::clone(const c10::optional<torch::Device>& device) const {
+  std::shared_ptr<Classifier> copy = fresh();
+  if (device) copy->to(*device);
+  copy_state(*this, *copy);
+  copy->train(is_training());
+  return copy;
 }
 
 int64_t count_parameters(nn::Module& model) {
@@ -43,7 +54,7 @@ int64_t count_parameters(nn::Module& model) {
   return total;
 }
 
-void copy_state(nn::Module& source, nn::Module& target) {
+void copy_state(const nn::Module& source, nn::Module& target) {
   torch::NoGradGuard no_grad;
   auto from_params = source.named_parameters();
   auto to_params = target.named_parameters();

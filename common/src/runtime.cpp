@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <limits>
 
 #include "workbook/allocator.hpp"
 #include "workbook/device.hpp"
@@ -46,6 +47,37 @@ void synchronize(const torch::Device& device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.index());
 }
 
+void synchronize(const std::vector<torch::Device>& devices) {
+  for (const torch::Device& device : devices) synchronize(device);
+}
+
+std::vector<torch::Device> replica_devices(const torch::Device& device, int count) {
+  WB_CHECK(count >= 1, "--replicas must be at least 1, got {}", count);
+  std::vector<torch::Device> devices;
+  if (device.is_cpu()) return std::vector<torch::Device>(static_cast<size_t>(count), torch::kCPU);
+  const int gpus = static_cast<int>(torch::cuda::device_count());
+  WB_CHECK(gpus > 0, "no CUDA device is available for {} replicas", count);
+  for (int i = 0; i < count; ++i) devices.emplace_back(torch::kCUDA, static_cast<c10::DeviceIndex>(i % gpus));
+  return devices;
+}
+
+void check_devices(const std::vector<torch::Device>& devices, const std::string& who) {
+  WB_CHECK(!devices.empty(), "{}: the device list is empty", who);
+  std::vector<std::string> names;
+  for (const torch::Device& d : devices) names.push_back(d.str());
+  for (const torch::Device& d : devices)
+    WB_CHECK(d.type() == devices[0].type() && (d.is_cpu() || d.is_cuda()),
+             "{}: mismatched devices [{}]: use all CPU or all CUDA devices", who, fmt::join(names, ", "));
+  if (devices[0].is_cuda()) {
+    const int64_t gpus = static_cast<int64_t>(torch::cuda::device_count());
+    for (const torch::Device& d : devices)
+      WB_CHECK(d.has_index() && d.index() < gpus, "{}: device {} is not there ({} CUDA device(s), indexed from 0)",
+               who, d.str(), gpus);
+  }
+}
+
+int threads_per_replica(int threads, int replicas) { return std::max(1, threads / std::max(1, replicas)); }
+
 int available_cores() {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -70,10 +102,10 @@ void set_threads(int threads) {
 
 void tune_cpu_allocator() {
 #ifdef __GLIBC__
-  constexpr int kMmapThreshold = 32 << 20;   // the largest glibc accepts on 64-bit
-  constexpr int kTrimThreshold = 1 << 30;    // give memory back only beyond 1 GiB of free heap
-  constexpr int kTopPad = 64 << 20;          // grow the heap in 64 MiB steps
-  mallopt(M_MMAP_THRESHOLD, kMmapThreshold);
+  constexpr int kTrimThreshold = std::numeric_limits<int>::max();  // give back only beyond 2 GiB of free heap
+  constexpr int kTopPad = 64 << 20;                                 // grow the heap in 64 MiB steps
+  mallopt(M_MMAP_MAX, 0);     // never mmap(): every block, however large, comes from the heap and is reused
+  mallopt(M_ARENA_MAX, 1);    // one heap for every thread (Chapter 2's replica threads reuse its blocks too)
   mallopt(M_TRIM_THRESHOLD, kTrimThreshold);
   mallopt(M_TOP_PAD, kTopPad);
 #endif

@@ -15,6 +15,9 @@ class Classifier : public torch::nn::Module {
  public:
   virtual torch::Tensor forward(torch::Tensor images) = 0;
   virtual std::shared_ptr<Classifier> fresh() const = 0;
+  // A deep copy (fresh() and this model's state and mode), on `device` if
+  // given: what LibTorch's own torch::nn::parallel::replicate() calls.
+  std::shared_ptr<torch::nn::Module> clone(const c10::optional<torch::Device>& device = c10::nullopt) const override;
 };
 using ClassifierPtr = std::shared_ptr<Classifier>;
 
@@ -35,25 +38,31 @@ class FashionCNN : public Classifier {
 
 // flatten → fc(784→hidden) → BatchNorm1d → ReLU → dropout(p) → fc(hidden→10).
 // BatchNorm and dropout are there so that train and eval modes differ.
+// Without BatchNorm (batch_norm = false) a sample's output does not depend on
+// the rest of its batch, so a batch split across replicas gives exactly the
+// whole batch's result: what Chapter 2's equivalence tests need.
 class TinyNet : public Classifier {
  public:
-  explicit TinyNet(int64_t hidden = 16, double dropout_p = 0.0);
+  explicit TinyNet(int64_t hidden = 16, double dropout_p = 0.0, bool batch_norm = true);
   torch::Tensor forward(torch::Tensor images) override;
-  std::shared_ptr<Classifier> fresh() const override { return std::make_shared<TinyNet>(hidden_, dropout_p_); }
+  std::shared_ptr<Classifier> fresh() const override {
+    return std::make_shared<TinyNet>(hidden_, dropout_p_, batch_norm_);
+  }
 
   torch::nn::Linear fc1{nullptr}, fc2{nullptr};
-  torch::nn::BatchNorm1d bn{nullptr};
+  torch::nn::BatchNorm1d bn{nullptr};  // null without BatchNorm
   torch::nn::Dropout dropout{nullptr};
 
  private:
   int64_t hidden_;
   double dropout_p_;
+  bool batch_norm_;
 };
 
 // The number of trainable parameters (elements, not tensors).
 int64_t count_parameters(torch::nn::Module& model);
 
 // Copies every parameter and buffer of `source` into `target` (same architecture).
-void copy_state(torch::nn::Module& source, torch::nn::Module& target);
+void copy_state(const torch::nn::Module& source, torch::nn::Module& target);
 
 }  // namespace workbook

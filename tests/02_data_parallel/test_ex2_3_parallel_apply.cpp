@@ -1,0 +1,155 @@
+// Tests for ex2.3: parallel_apply, with replicas built here (not by replicate)
+// and a spy model that records where and how its forward ran.
+#include <catch2/catch.hpp>
+
+#include <ATen/Parallel.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "data_parallel.hpp"
+#include "oracles.hpp"
+#include "workbook/errors.hpp"
+
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::vector<torch::Device> cpus(size_t n) { return std::vector<torch::Device>(n, torch::kCPU); }
+
+// Waits in forward until `expected` spies have entered (or 20 s pass), so the
+// test can tell replicas that run at the same time from one after another.
+struct Rendezvous {
+  std::atomic<int> arrived{0};
+  int expected = 0;
+  bool wait() {
+    ++arrived;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (arrived.load() < expected) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
+  }
+};
+
+class Spy : public workbook::Classifier {
+ public:
+  Spy(Rendezvous* rendezvous, bool fail) : rendezvous_(rendezvous), fail_(fail) {
+    weight = register_parameter("weight", torch::ones({1}));
+  }
+  torch::Tensor forward(torch::Tensor images) override {
+    thread = std::this_thread::get_id();
+    intra_op_threads = at::get_num_threads();
+    grad_enabled = torch::GradMode::is_enabled();
+    met_the_others = rendezvous_ ? rendezvous_->wait() : true;
+    if (fail_) throw std::runtime_error("spy was told to fail");
+    return images.flatten(1).narrow(1, 0, 10) * weight;
+  }
+  std::shared_ptr<workbook::Classifier> fresh() const override { return std::make_shared<Spy>(rendezvous_, fail_); }
+
+  torch::Tensor weight;
+  std::thread::id thread;
+  int intra_op_threads = 0;
+  bool grad_enabled = false;
+  bool met_the_others = false;
+
+ private:
+  Rendezvous* rendezvous_;
+  bool fail_;
+};
+
+std::vector<workbook::ClassifierPtr> as_classifiers(const std::vector<std::shared_ptr<Spy>>& spies) {
+  return std::vector<workbook::ClassifierPtr>(spies.begin(), spies.end());
+}
+
+}  // namespace
+
+TEST_CASE("ex2.3 parallel_apply returns each replica's output for its own input, in order", "[ex2.3]") {
+  torch::manual_seed(31);
+  workbook::TinyNet model(16, 0.0, /*batch_norm=*/false);
+  std::vector<workbook::ClassifierPtr> replicas = {oracle::copy_of(model), oracle::copy_of(model),
+                                                   oracle::copy_of(model)};
+  std::vector<torch::Tensor> inputs = {torch::rand({4, 1, 28, 28}), torch::rand({3, 1, 28, 28}),
+                                       torch::rand({2, 1, 28, 28})};
+  std::vector<torch::Tensor> outputs = ch02::parallel_apply(replicas, inputs, cpus(3), 1);
+  REQUIRE(outputs.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    REQUIRE(torch::allclose(outputs[i], model.forward(inputs[i]), 1e-5, 1e-6));
+  }
+}
+
+TEST_CASE("ex2.3 every replica runs on its own thread, at the same time, with its share of threads", "[ex2.3]") {
+  for (int threads_per_replica : {1, 2}) {
+    CAPTURE(threads_per_replica);
+    Rendezvous rendezvous;
+    rendezvous.expected = 3;
+    std::vector<std::shared_ptr<Spy>> spies;
+    for (int i = 0; i < 3; ++i) spies.push_back(std::make_shared<Spy>(&rendezvous, false));
+    std::vector<torch::Tensor> inputs(3, torch::rand({2, 1, 28, 28}));
+    ch02::parallel_apply(as_classifiers(spies), inputs, cpus(3), threads_per_replica);
+    for (size_t i = 0; i < 3; ++i) {
+      CAPTURE(i);
+      INFO("replica forwards must run on threads of their own, not on the caller's");
+      REQUIRE(spies[i]->thread != std::this_thread::get_id());
+      for (size_t j = 0; j < i; ++j) REQUIRE(spies[i]->thread != spies[j]->thread);
+      INFO("the replicas ran one after another: start every replica's thread before joining any");
+      REQUIRE(spies[i]->met_the_others);
+      INFO("each replica's thread must use threads_per_replica intra-op threads (at::set_num_threads)");
+      REQUIRE(spies[i]->intra_op_threads == threads_per_replica);
+    }
+  }
+}
+
+TEST_CASE("ex2.3 the replicas run under the caller's autograd mode", "[ex2.3]") {
+  std::vector<std::shared_ptr<Spy>> spies = {std::make_shared<Spy>(nullptr, false), std::make_shared<Spy>(nullptr, false)};
+  std::vector<torch::Tensor> inputs(2, torch::rand({2, 1, 28, 28}));
+  {
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> outputs = ch02::parallel_apply(as_classifiers(spies), inputs, cpus(2), 1);
+    for (size_t i = 0; i < 2; ++i) {
+      CAPTURE(i);
+      INFO("under NoGradGuard the replicas must not build a graph: carry the caller's grad mode into the thread "
+           "(at::ThreadLocalState)");
+      REQUIRE_FALSE(spies[i]->grad_enabled);
+      REQUIRE_FALSE(outputs[i].requires_grad());
+    }
+  }
+  std::vector<torch::Tensor> outputs = ch02::parallel_apply(as_classifiers(spies), inputs, cpus(2), 1);
+  for (size_t i = 0; i < 2; ++i) {
+    REQUIRE(spies[i]->grad_enabled);
+    REQUIRE(outputs[i].requires_grad());
+  }
+}
+
+TEST_CASE("ex2.3 an exception in a replica becomes an error that names the replica", "[ex2.3]") {
+  std::vector<torch::Tensor> inputs(3, torch::rand({2, 1, 28, 28}));
+  std::vector<std::shared_ptr<Spy>> one_fails = {std::make_shared<Spy>(nullptr, false),
+                                                 std::make_shared<Spy>(nullptr, true),
+                                                 std::make_shared<Spy>(nullptr, false)};
+  REQUIRE_THROWS_WITH(ch02::parallel_apply(as_classifiers(one_fails), inputs, cpus(3), 1),
+                      Contains("replica 1") && Contains("spy was told to fail"));
+  INFO("when several fail, the message names the first of them by index");
+  std::vector<std::shared_ptr<Spy>> two_fail = {std::make_shared<Spy>(nullptr, false),
+                                                std::make_shared<Spy>(nullptr, true),
+                                                std::make_shared<Spy>(nullptr, true)};
+  REQUIRE_THROWS_WITH(ch02::parallel_apply(as_classifiers(two_fail), inputs, cpus(3), 1),
+                      Contains("replica 1"));
+  INFO("after an error parallel_apply must still work (no thread left running)");
+  std::vector<std::shared_ptr<Spy>> fine = {std::make_shared<Spy>(nullptr, false),
+                                            std::make_shared<Spy>(nullptr, false),
+                                            std::make_shared<Spy>(nullptr, false)};
+  REQUIRE(ch02::parallel_apply(as_classifiers(fine), inputs, cpus(3), 1).size() == 3);
+}
+
+TEST_CASE("ex2.3 parallel_apply rejects lists of different lengths", "[ex2.3]") {
+  std::vector<std::shared_ptr<Spy>> spies = {std::make_shared<Spy>(nullptr, false), std::make_shared<Spy>(nullptr, false)};
+  std::vector<torch::Tensor> three_inputs(3, torch::rand({2, 1, 28, 28}));
+  REQUIRE_THROWS_AS(ch02::parallel_apply(as_classifiers(spies), three_inputs, cpus(2), 1),
+                    workbook::UserError);
+  REQUIRE_THROWS_AS(ch02::parallel_apply(as_classifiers(spies), {three_inputs[0], three_inputs[1]}, {torch::kCPU}, 1),
+                    workbook::UserError);
+}
