@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "cli.hpp"
@@ -39,6 +41,7 @@ std::string expand(std::string text, const Chapter& chapter) {
 struct RunOutcome {
   bool ok = false;
   nlohmann::json result;  // the run's last JSON line
+  std::vector<nlohmann::json> lines;  // every JSON line the run wrote
   std::string error;      // why not ok: the program's first line of complaint
   double wall_s = 0.0;
 };
@@ -60,8 +63,12 @@ RunOutcome run_for_result(std::vector<std::string> argv, bool passthrough, doubl
   outcome.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   std::ifstream in(json);
   std::string line, last;
-  while (std::getline(in, line))
-    if (!line.empty()) last = line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    last = line;
+    nlohmann::json parsed = nlohmann::json::parse(line, nullptr, false);
+    if (parsed.is_object()) outcome.lines.push_back(std::move(parsed));
+  }
   fs::remove(json);
   if (done.exit_code == 0 && !last.empty()) {
     outcome.result = nlohmann::json::parse(last, nullptr, false);
@@ -82,12 +89,133 @@ RunOutcome run_for_result(std::vector<std::string> argv, bool passthrough, doubl
   return outcome;
 }
 
+std::string format_metric(double value) {
+  if (value == 0.0) return "0";
+  const double magnitude = std::abs(value);
+  return magnitude >= 100 ? fmt::format("{:.1f}", value) : magnitude >= 1 ? fmt::format("{:.3f}", value)
+                                                                           : fmt::format("{:.4f}", value);
+}
+
+// A "rows" benchmark: the program measures many points itself and writes one
+// JSON line per point and implementation: {"type": "row", <keys>, "impl",
+// <metric>, <extra metrics>}, where impl "self" is the code the binary was
+// built from. Rows from the student's build become "student", from the
+// reference build "reference"; other impls (baselines inside the program)
+// are pooled from both. Printed: one line per point, a column per impl.
+int bench_rows(const Chapter& chapter, const std::vector<std::string>& student_argv,
+               const std::vector<std::string>& reference_argv, int repeats, std::optional<std::ofstream>& json) {
+  const auto keys = chapter.bench.value("keys", std::vector<std::string>{});
+  const std::string metric = chapter.bench.value("metric", "ms");
+  const auto extras = chapter.bench.value("extra_metrics", std::vector<std::string>{});
+  std::vector<std::string> metrics = {metric};
+  metrics.insert(metrics.end(), extras.begin(), extras.end());
+  struct Point {
+    std::vector<std::string> key;  // the key columns, printed
+    std::map<std::string, std::map<std::string, std::vector<double>>> values;  // impl -> metric -> samples
+  };
+  std::vector<Point> points;
+  std::vector<std::string> impl_order = {"student", "reference"};
+  std::string student_error;
+  bool reference_ok = false;
+  auto add_rows = [&](const RunOutcome& outcome, const std::string& self_name) {
+    for (const nlohmann::json& line : outcome.lines) {
+      if (line.value("type", "") != "row") continue;
+      std::vector<std::string> key;
+      for (const auto& k : keys) key.push_back(line.contains(k) ? (line[k].is_string() ? line[k].get<std::string>() : line[k].dump()) : "-");
+      auto it = std::find_if(points.begin(), points.end(), [&](const Point& p) { return p.key == key; });
+      if (it == points.end()) it = points.insert(points.end(), Point{key, {}});
+      std::string impl = line.value("impl", "self");
+      if (impl == "self") impl = self_name;
+      if (std::find(impl_order.begin(), impl_order.end(), impl) == impl_order.end()) impl_order.push_back(impl);
+      for (const std::string& m : metrics)
+        if (line.contains(m) && line[m].is_number()) it->values[impl][m].push_back(line[m].get<double>());
+    }
+  };
+  for (int r = 0; r < repeats; ++r) {
+    for (const auto& [name, argv] : {std::pair{std::string("student"), student_argv},
+                                     std::pair{std::string("reference"), reference_argv}}) {
+      if (name == "student" && student_error.rfind("not done yet", 0) == 0) continue;
+      fmt::print("  run {}/{}: {} ...\n", r + 1, repeats, name);
+      std::fflush(stdout);
+      const RunOutcome outcome = run_for_result(argv, false, 3600, 1);
+      if (json) {
+        nlohmann::json line = {{"type", "bench_run"}, {"impl", name}, {"repeat", r}, {"ok", outcome.ok}};
+        if (!outcome.ok) line["error"] = outcome.error;
+        *json << line.dump() << "\n";
+      }
+      if (!outcome.ok) {
+        fmt::print("    {}\n", outcome.error);
+        if (name == "student") student_error = outcome.error;
+        continue;
+      }
+      if (name == "reference") reference_ok = true;
+      add_rows(outcome, name);
+    }
+  }
+
+  // One column per impl for the metric, then the student's speed relative to
+  // the reference, then each extra metric for the student and the reference.
+  const int width = 13;
+  std::string header;
+  for (const auto& k : keys) header += fmt::format("{:>9}", k);
+  for (const auto& impl : impl_order) header += fmt::format(" {:>{}}", impl.substr(0, width - 3) + " " + metric, width);
+  header += fmt::format(" {:>9}", "speed");
+  for (const auto& extra : extras)
+    for (const char* impl : {"student", "reference"})
+      header += fmt::format(" {:>{}}", fmt::format("{} {}", impl == std::string("student") ? "stu" : "ref", extra), width + 4);
+  fmt::print("\n{}\n", header);
+  auto median_of = [&](const Point& p, const std::string& impl, const std::string& m) -> std::optional<double> {
+    auto i = p.values.find(impl);
+    if (i == p.values.end()) return std::nullopt;
+    auto j = i->second.find(m);
+    if (j == i->second.end() || j->second.empty()) return std::nullopt;
+    return median(j->second);
+  };
+  for (const Point& p : points) {
+    std::string line;
+    for (const auto& cell : p.key) line += fmt::format("{:>9}", cell);
+    for (const auto& impl : impl_order) {
+      auto v = median_of(p, impl, metric);
+      line += fmt::format(" {:>{}}", v ? format_metric(*v) : "-", width);
+    }
+    auto student = median_of(p, "student", metric), reference = median_of(p, "reference", metric);
+    const bool lower_is_better = chapter.bench.value("lower_is_better", true);
+    if (student && reference && *student > 0 && *reference > 0)
+      line += fmt::format(" {:>8.2f}x", lower_is_better ? *reference / *student : *student / *reference);
+    else
+      line += fmt::format(" {:>9}", "-");
+    for (const auto& extra : extras)
+      for (const char* impl : {"student", "reference"}) {
+        auto v = median_of(p, impl, extra);
+        line += fmt::format(" {:>{}}", v ? format_metric(*v) : "-", width + 4);
+      }
+    fmt::print("{}\n", line);
+    if (json)
+      for (const auto& impl : impl_order) {
+        nlohmann::json row = {{"type", "bench_row"}, {"chapter", chapter.id}, {"impl", impl}};
+        for (size_t k = 0; k < keys.size(); ++k) row[keys[k]] = p.key[k];
+        bool any = false;
+        for (const std::string& m : metrics)
+          if (auto v = median_of(p, impl, m)) {
+            row[m] = *v;
+            any = true;
+          }
+        if (any) *json << row.dump() << "\n";
+      }
+  }
+  if (!student_error.empty()) fmt::print("\nstudent: {}\n", student_error.substr(0, student_error.find(": replace")));
+  const std::string note = chapter.bench.value("note", "");
+  if (!note.empty()) fmt::print("\n{}\n", note);
+  return reference_ok ? 0 : 1;
+}
+
 }  // namespace
 
-int cmd_bench(const std::string& chapter_name, int ranks, int repeats, const std::optional<std::string>& json_file,
-              const std::vector<std::string>& extra_args) {
+int cmd_bench(const std::string& chapter_name, int ranks, std::optional<int> repeats_flag,
+              const std::optional<std::string>& json_file, const std::vector<std::string>& extra_args) {
   const auto chapters = load_chapters();
   const Chapter& chapter = find_chapter(chapters, chapter_name);
+  const int repeats = repeats_flag.value_or(chapter.bench.value("repeats", 3));
   WB_CHECK(!chapter.bench.is_null() && !chapter.bench.empty(), "{} has no benchmark", chapter.id);
   WB_CHECK(ranks <= chapter.max_ranks, "{} runs on at most {} rank(s), not {}", chapter.id, chapter.max_ranks, ranks);
   const std::string program = chapter.bench.value("program", chapter.program);
@@ -120,6 +248,7 @@ int cmd_bench(const std::string& chapter_name, int ranks, int repeats, const std
     json.emplace(*json_file);
     WB_CHECK(json->is_open(), "--json {}: cannot open for writing", *json_file);
   }
+  if (chapter.bench.value("kind", "") == "rows") return bench_rows(chapter, impls[0].argv, impls[1].argv, repeats, json);
   // Note: runs are interleaved (A B C A B C ...) so that a slow spell of a
   // busy machine hits every implementation alike; medians resist outliers.
   for (int r = 0; r < repeats; ++r) {

@@ -41,13 +41,15 @@ int main(int argc, char** argv) {
 
   auto* bench = app.add_subcommand("bench", "your code and the reference side by side, in one run, with ratios");
   static std::string bench_chapter;
-  static int bench_ranks = 1, bench_repeats = 3;
+  static int bench_ranks = 1;
+  static std::optional<int> bench_repeats;
   static std::optional<std::string> bench_json;
   static std::vector<std::string> bench_args;
   bench->add_option("chapter", bench_chapter, "chNN")->required();
   bench->add_option("--ranks", bench_ranks, "processes")->check(CLI::PositiveNumber);
-  bench->add_option("--repeats", bench_repeats, "runs of each, interleaved; medians are reported")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+  bench->add_option("--repeats", bench_repeats,
+                    "runs of each, interleaved; medians are reported (default: the chapter's, usually 3)")
+      ->check(CLI::PositiveNumber);
   bench->add_option("--json", bench_json, "write every run and the summary as JSON lines");
   bench->add_option("args", bench_args, "more arguments for every run, after -- (e.g. -- --device cuda)");
   bench->callback([&] { status = cmd_bench(bench_chapter, bench_ranks, bench_repeats, bench_json, bench_args); });
