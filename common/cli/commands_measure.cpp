@@ -357,12 +357,12 @@ int cmd_tour(bool full, const std::optional<std::string>& json_file, const std::
 
   fmt::print("\nworkbook tour{}: reference solutions on this machine ({} cores, LibTorch {})\n\n",
              full ? " --full" : "", std::thread::hardware_concurrency(), config::torch_version);
-  fmt::print("{:<7} {:<22} {:>5} {:>6} {:>8} {:>8} {:>8} {:>10} {:>13}\n", "chapter", "configuration", "ranks",
+  fmt::print("{:<7} {:<26} {:>9} {:>6} {:>8} {:>8} {:>8} {:>10} {:>13}\n", "chapter", "configuration", "ranks/dev",
              "device", "test_acc", "time_s", "speedup", "samples/s", "peak_mem/rank");
   int failures = 0;
   for (const Row& r : rows) {
     if (!r.outcome.ok) {
-      fmt::print("{:<7} {:<22} failed: {}\n", r.chapter, r.config, r.outcome.error);
+      fmt::print("{:<7} {:<26} failed: {}\n", r.chapter, r.config, r.outcome.error);
       ++failures;
       continue;
     }
@@ -370,9 +370,10 @@ int cmd_tour(bool full, const std::optional<std::string>& json_file, const std::
     const double rate = res.value("samples_per_s", 0.0);
     const double time_s = res.value("epoch_s", 0.0) * res.value("epochs", 1);
     const double speedup = baseline_rate > 0 ? rate / baseline_rate : 0.0;
-    fmt::print("{:<7} {:<22} {:>5} {:>6} {:>8.4f} {:>8.1f} {:>7.2f}x {:>10.1f} {:>13}\n", r.chapter, r.config,
-               res.value("ranks", 1), res.value("device", "?"), res.value("test_accuracy", 0.0), time_s, speedup,
-               rate, format_mib(res.value("peak_mem_bytes", 0.0)));
+    // ranks/dev: processes, or for DataParallel (one process) its devices.
+    fmt::print("{:<7} {:<26} {:>9} {:>6} {:>8.4f} {:>8.1f} {:>7.2f}x {:>10.1f} {:>13}\n", r.chapter, r.config,
+               res.value("devices", res.value("ranks", 1)), res.value("device", "?"), res.value("test_accuracy", 0.0),
+               time_s, speedup, rate, format_mib(res.value("peak_mem_bytes", 0.0)));
     nlohmann::json line = res;
     line["type"] = "tour";
     line["configuration"] = r.config;
