@@ -19,14 +19,14 @@ namespace {
 
 std::vector<torch::Device> cpus(size_t n) { return std::vector<torch::Device>(n, torch::kCPU); }
 
-// Waits in forward until `expected` spies have entered (or 20 s pass), so the
+// Waits in forward until `expected` spies have entered (or 5 s pass), so the
 // test can tell replicas that run at the same time from one after another.
 struct Rendezvous {
   std::atomic<int> arrived{0};
   int expected = 0;
   bool wait() {
     ++arrived;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     while (arrived.load() < expected) {
       if (std::chrono::steady_clock::now() > deadline) return false;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
