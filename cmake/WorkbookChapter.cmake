@@ -85,3 +85,13 @@ function(workbook_expect_error name labels status pattern)
   add_test(NAME ${name} COMMAND sh ${CMAKE_SOURCE_DIR}/tests/support/expect_error.sh ${status} ${pattern} ${ARGN})
   set_tests_properties(${name} PROPERTIES LABELS "${labels}" TIMEOUT 120)
 endfunction()
+
+# A short run of `program` must end its JSON lines with a complete result line
+# (DESIGN.md, Conventions: Output), checked by tests/support/check_result_line.py.
+function(workbook_check_result_line name labels program)
+  set(json ${CMAKE_BINARY_DIR}/${name}.jsonl)
+  add_test(NAME ${name}
+           COMMAND sh -c "\"$0\" \"$@\" --json ${json} > /dev/null && /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/support/check_result_line.py ${json}"
+                   ${program} ${ARGN})
+  set_tests_properties(${name} PROPERTIES LABELS "${labels}" TIMEOUT 120)
+endfunction()

@@ -16,6 +16,7 @@ if result.get("type") != "result" or missing:
     sys.exit(f"last line is not a complete result: type={result.get('type')}, missing={missing}")
 if not 0.0 <= result["test_accuracy"] <= 1.0 or result["samples_per_s"] <= 0 or result["peak_mem_bytes"] <= 0:
     sys.exit(f"implausible result: {result}")
-if not all(r.get("type") == "epoch" for r in records[:-1]) or len(records) - 1 != result["epochs"]:
-    sys.exit(f"expected one epoch line per epoch before the result, got {[r.get('type') for r in records]}")
+epochs = [r for r in records[:-1] if r.get("type") == "epoch"]  # other lines (e.g. "memory") may come too
+if len(epochs) != result["epochs"] or any(r.get("type") == "result" for r in records[:-1]):
+    sys.exit(f"expected one epoch line per epoch, then the result, got {[r.get('type') for r in records]}")
 print("ok:", json.dumps(result))
