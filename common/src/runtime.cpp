@@ -57,7 +57,9 @@ std::vector<torch::Device> replica_devices(const torch::Device& device, int coun
   if (device.is_cpu()) return std::vector<torch::Device>(static_cast<size_t>(count), torch::kCPU);
   const int gpus = static_cast<int>(torch::cuda::device_count());
   WB_CHECK(gpus > 0, "no CUDA device is available for {} replicas", count);
-  for (int i = 0; i < count; ++i) devices.emplace_back(torch::kCUDA, static_cast<c10::DeviceIndex>(i % gpus));
+  const int first = device.has_index() ? device.index() : 0;  // --device cuda:1: the primary is cuda:1
+  for (int i = 0; i < count; ++i)
+    devices.emplace_back(torch::kCUDA, static_cast<c10::DeviceIndex>((first + i) % gpus));
   return devices;
 }
 
@@ -70,9 +72,10 @@ void check_devices(const std::vector<torch::Device>& devices, const std::string&
              "{}: mismatched devices [{}]: use all CPU or all CUDA devices", who, fmt::join(names, ", "));
   if (devices[0].is_cuda()) {
     const int64_t gpus = static_cast<int64_t>(torch::cuda::device_count());
-    for (const torch::Device& d : devices)
-      WB_CHECK(d.has_index() && d.index() < gpus, "{}: device {} is not there ({} CUDA device(s), indexed from 0)",
-               who, d.str(), gpus);
+    for (const torch::Device& d : devices) {
+      WB_CHECK(d.has_index(), "{}: device {} needs an index (cuda:0, cuda:1, ...)", who, d.str());
+      WB_CHECK(d.index() < gpus, "{}: device {} is not there ({} CUDA device(s), indexed from 0)", who, d.str(), gpus);
+    }
   }
 }
 
@@ -87,6 +90,11 @@ int available_cores() {
 
 void set_threads(int threads) {
   WB_CHECK(threads >= 1, "--threads must be at least 1, got {}", threads);
+  // Note: LibTorch initializes a thread's OpenMP count lazily, on its first
+  // parallel operation, from a process-wide value that any thread's
+  // set_num_threads() changes (Chapter 2's replica threads do). Asking first
+  // makes that initialization happen now, so it cannot undo this setting later.
+  (void)torch::get_num_threads();
   torch::set_num_threads(threads);
   // Inter-op threads can be set once per process, before any parallel work.
   static bool interop_set = false;

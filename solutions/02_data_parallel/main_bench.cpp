@@ -44,6 +44,8 @@ double median(std::vector<double> values) {
 // with. In a CUDA build: data_parallel() on GPUs, and on the CPU its
 // replicate() (clone() plus ReduceAdd gradient edges) and parallel_apply()
 // (at::parallel_for: one OpenMP thread per replica) between a split and a cat.
+// Its OpenMP threads do not inherit the caller's NoGradGuard, so on the CPU
+// those rows build autograd graphs that this chapter's parallel_apply does not.
 #ifdef WORKBOOK_TORCH_CUDA
 constexpr bool kHaveLibTorchDataParallel = true;
 torch::Tensor libtorch_forward(const std::shared_ptr<workbook::FashionCNN>& model, const torch::Tensor& images,

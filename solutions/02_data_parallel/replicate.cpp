@@ -28,17 +28,20 @@ std::vector<workbook::ClassifierPtr> replicate(workbook::Classifier& model, cons
   std::vector<workbook::ClassifierPtr> replicas;
   replicas.reserve(devices.size());
   for (size_t i = 0; i < devices.size(); ++i) {
-    workbook::ClassifierPtr replica = model.fresh();  // same architecture, its own tensors
-    replica->to(devices[i]);
+    // Same architecture, its own tensors (initialized on the host; they are
+    // all replaced below, so the replica is not moved to its device first).
+    workbook::ClassifierPtr replica = model.fresh();
     replica->train(model.is_training());
 
     // Note: a module's member (conv1->weight) and its entry in
     // named_parameters() are two handles to one TensorImpl. Assigning a new
     // tensor to either handle would not reach the other, so the replica's
-    // tensors are changed in place: set_data() gives them the copy's values,
-    // set_gradient_edge() gives them the copy's place in the autograd graph.
-    // LibTorch's own replicate() does the same (see Note [Replicating Modules]
-    // in torch/nn/parallel/data_parallel.h).
+    // tensors are changed in place: set_data() makes them use the copy's
+    // storage (on the replica's device; no second copy), set_gradient_edge()
+    // gives them the copy's place in the autograd graph. LibTorch's own
+    // replicate() also edits the replica tensors in place, with
+    // autograd::set_history and one ReduceAdd node per parameter (see Note
+    // [Replicating Modules] in torch/nn/parallel/data_parallel.h).
     auto replica_parameters = replica->named_parameters();
     for (const auto& original : model.named_parameters()) {
       torch::Tensor copy = original.value().to(devices[i], /*non_blocking=*/false, /*copy=*/true);  // differentiable
@@ -54,7 +57,7 @@ std::vector<workbook::ClassifierPtr> replicate(workbook::Classifier& model, cons
       if (i == 0)
         target.set_(original.value());  // share: replica 0's BatchNorm updates the model's running statistics
       else
-        target.copy_(original.value());
+        target.set_data(original.value().to(devices[i], /*non_blocking=*/false, /*copy=*/true));
     }
     replicas.push_back(std::move(replica));
   }

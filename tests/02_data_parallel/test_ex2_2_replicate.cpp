@@ -38,8 +38,10 @@ TEST_CASE("ex2.2 replicas compute what the original computes, in its mode", "[ex
   REQUIRE(replicas.size() == 3);
   for (size_t i = 0; i < replicas.size(); ++i) {
     CAPTURE(i);
-    INFO("a replica must be in the original's mode (eval here: BatchNorm uses its running statistics)");
-    REQUIRE_FALSE(replicas[i]->is_training());
+    {
+      INFO("a replica must be in the original's mode (eval here: BatchNorm uses its running statistics)");
+      REQUIRE_FALSE(replicas[i]->is_training());
+    }
     torch::NoGradGuard no_grad;
     INFO("the replica's output differs from the original's: are all parameters and buffers copied?");
     REQUIRE(torch::allclose(replicas[i]->forward(images), expected, 1e-5, 1e-6));
@@ -58,8 +60,10 @@ TEST_CASE("ex2.2 a replica's parameters are copies joined to the original by a g
       CAPTURE(i, p.key());
       const torch::Tensor& original = originals[p.key()];
       REQUIRE(torch::equal(p.value(), original));
-      INFO("each replica holds its own copy: sharing the original's storage is not a replica");
-      REQUIRE(p.value().data_ptr() != original.data_ptr());
+      {
+        INFO("each replica holds its own copy: sharing the original's storage is not a replica");
+        REQUIRE(p.value().data_ptr() != original.data_ptr());
+      }
       INFO("a replica's parameter must not be a leaf: its grad_fn is the edge back to the original");
       REQUIRE_FALSE(p.value().is_leaf());
       REQUIRE(p.value().grad_fn() != nullptr);
@@ -94,8 +98,10 @@ TEST_CASE("ex2.2 gradients computed on the replicas sum into the original's .gra
   size_t index = 0;
   for (const auto& p : params) {
     CAPTURE(p.key());
-    INFO("no gradient reached the original: connect each replica parameter to it (set_gradient_edge)");
-    REQUIRE(p.value().grad().defined());
+    {
+      INFO("no gradient reached the original: connect each replica parameter to it (set_gradient_edge)");
+      REQUIRE(p.value().grad().defined());
+    }
     INFO("the original's gradient must be the sum over the replicas");
     REQUIRE(torch::allclose(p.value().grad(), expected[index], 1e-5, 1e-6));
     ++index;

@@ -2,70 +2,17 @@
 // and a spy model that records where and how its forward ran.
 #include <catch2/catch.hpp>
 
-#include <ATen/Parallel.h>
-
-#include <atomic>
-#include <chrono>
-#include <mutex>
-#include <thread>
-
 #include "data_parallel.hpp"
 #include "oracles.hpp"
+#include "spy.hpp"
 #include "workbook/errors.hpp"
 
 using Catch::Matchers::Contains;
 
-namespace {
-
-std::vector<torch::Device> cpus(size_t n) { return std::vector<torch::Device>(n, torch::kCPU); }
-
-// Waits in forward until `expected` spies have entered (or 5 s pass), so the
-// test can tell replicas that run at the same time from one after another.
-struct Rendezvous {
-  std::atomic<int> arrived{0};
-  int expected = 0;
-  bool wait() {
-    ++arrived;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (arrived.load() < expected) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    return true;
-  }
-};
-
-class Spy : public workbook::Classifier {
- public:
-  Spy(Rendezvous* rendezvous, bool fail) : rendezvous_(rendezvous), fail_(fail) {
-    weight = register_parameter("weight", torch::ones({1}));
-  }
-  torch::Tensor forward(torch::Tensor images) override {
-    thread = std::this_thread::get_id();
-    intra_op_threads = at::get_num_threads();
-    grad_enabled = torch::GradMode::is_enabled();
-    met_the_others = rendezvous_ ? rendezvous_->wait() : true;
-    if (fail_) throw std::runtime_error("spy was told to fail");
-    return images.flatten(1).narrow(1, 0, 10) * weight;
-  }
-  std::shared_ptr<workbook::Classifier> fresh() const override { return std::make_shared<Spy>(rendezvous_, fail_); }
-
-  torch::Tensor weight;
-  std::thread::id thread;
-  int intra_op_threads = 0;
-  bool grad_enabled = false;
-  bool met_the_others = false;
-
- private:
-  Rendezvous* rendezvous_;
-  bool fail_;
-};
-
-std::vector<workbook::ClassifierPtr> as_classifiers(const std::vector<std::shared_ptr<Spy>>& spies) {
-  return std::vector<workbook::ClassifierPtr>(spies.begin(), spies.end());
-}
-
-}  // namespace
+using spy::as_classifiers;
+using spy::cpus;
+using spy::Rendezvous;
+using spy::Spy;
 
 TEST_CASE("ex2.3 parallel_apply returns each replica's output for its own input, in order", "[ex2.3]") {
   torch::manual_seed(31);
@@ -93,13 +40,17 @@ TEST_CASE("ex2.3 every replica runs on its own thread, at the same time, with it
     ch02::parallel_apply(as_classifiers(spies), inputs, cpus(3), threads_per_replica);
     for (size_t i = 0; i < 3; ++i) {
       CAPTURE(i);
-      INFO("replica forwards must run on threads of their own, not on the caller's");
-      REQUIRE(spies[i]->thread != std::this_thread::get_id());
-      for (size_t j = 0; j < i; ++j) REQUIRE(spies[i]->thread != spies[j]->thread);
-      INFO("the replicas ran one after another: start every replica's thread before joining any");
-      REQUIRE(spies[i]->met_the_others);
+      {
+        INFO("replica forwards must run on threads of their own, not on the caller's");
+        REQUIRE(spies[i]->last.thread != std::this_thread::get_id());
+        for (size_t j = 0; j < i; ++j) REQUIRE(spies[i]->last.thread != spies[j]->last.thread);
+      }
+      {
+        INFO("the replicas ran one after another: start every replica's thread before joining any");
+        REQUIRE(spies[i]->last.met_the_others);
+      }
       INFO("each replica's thread must use threads_per_replica intra-op threads (at::set_num_threads)");
-      REQUIRE(spies[i]->intra_op_threads == threads_per_replica);
+      REQUIRE(spies[i]->last.intra_op_threads == threads_per_replica);
     }
   }
 }
@@ -114,13 +65,13 @@ TEST_CASE("ex2.3 the replicas run under the caller's autograd mode", "[ex2.3]") 
       CAPTURE(i);
       INFO("under NoGradGuard the replicas must not build a graph: carry the caller's grad mode into the thread "
            "(at::ThreadLocalState)");
-      REQUIRE_FALSE(spies[i]->grad_enabled);
+      REQUIRE_FALSE(spies[i]->last.grad_enabled);
       REQUIRE_FALSE(outputs[i].requires_grad());
     }
   }
   std::vector<torch::Tensor> outputs = ch02::parallel_apply(as_classifiers(spies), inputs, cpus(2), 1);
   for (size_t i = 0; i < 2; ++i) {
-    REQUIRE(spies[i]->grad_enabled);
+    REQUIRE(spies[i]->last.grad_enabled);
     REQUIRE(outputs[i].requires_grad());
   }
 }

@@ -13,8 +13,8 @@ torch::Device parse_device(const std::string& name);
 
 // The devices DataParallel (Chapter 2) runs `count` replicas on: on the CPU,
 // `cpu` repeated `count` times (the replicas share the cores, one thread each);
-// on CUDA, cuda:0, cuda:1, ..., wrapping around when there are fewer GPUs than
-// replicas (several replicas on one GPU still teach the mechanics).
+// on CUDA, the given GPU (cuda:0 when none is named), then the next ones,
+// wrapping around when there are fewer GPUs than replicas (several replicas on one GPU still teach the mechanics).
 std::vector<torch::Device> replica_devices(const torch::Device& device, int count);
 
 // A UserError unless `devices` is non-empty and all CPU or all CUDA, with every
