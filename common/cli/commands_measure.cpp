@@ -15,16 +15,10 @@
 #include "workbook/data_location.hpp"
 #include "workbook/errors.hpp"
 #include "workbook/gpu_info.hpp"
+#include "workbook/statistics.hpp"
 
 namespace workbook::cli {
 namespace {
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0.0;
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
 
 std::string format_mib(double bytes) { return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024.0)); }
 

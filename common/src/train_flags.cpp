@@ -59,6 +59,17 @@ TrainFlags parse_train_flags(CLI::App& app, TrainFlags& flags, int argc, char** 
   return flags;
 }
 
+FashionMnist load_training_data(const TrainFlags& flags, const torch::Device& device) {
+  LoadOptions load;
+  load.train_samples = flags.train_samples;
+  FashionMnist data = load_fashion_mnist(find_fashion_mnist(flags.data), load);
+  for (Dataset* split : {&data.train, &data.test}) {
+    split->images = split->images.to(device);
+    split->labels = split->labels.to(device);
+  }
+  return data;
+}
+
 int run_main(const std::function<int()>& body) {
   try {
     return body();

@@ -31,16 +31,7 @@ int train(int argc, char** argv) {
 
   const torch::Device device = workbook::parse_device(flags.device);
   torch::manual_seed(flags.seed);
-  const auto directory = workbook::find_fashion_mnist(flags.data);
-  workbook::LoadOptions load;
-  load.train_samples = flags.train_samples;
-  workbook::FashionMnist data = workbook::load_fashion_mnist(directory, load);
-
-  // Note: Fashion-MNIST is 188 MB as float32: it fits on any GPU, so the whole
-  // set moves there once and batches are gathered on the device. On the CPU
-  // the tensors already are where the model is.
-  torch::Tensor train_images = data.train.images.to(device), train_labels = data.train.labels.to(device);
-  torch::Tensor test_images = data.test.images.to(device), test_labels = data.test.labels.to(device);
+  const workbook::FashionMnist data = workbook::load_training_data(flags, device);  // all of it on the device
 
   auto model = std::make_shared<workbook::FashionCNN>();
   model->to(device);
@@ -64,12 +55,12 @@ int train(int argc, char** argv) {
                               workbook::stdout_is_terminal());
     const double started = workbook::now_seconds();
     ch01::EpochStats stats =
-        ch01::train_epoch(*model, optimizer, train_images, train_labels, order, flags.batch, device,
+        ch01::train_epoch(*model, optimizer, data.train.images, data.train.labels, order, flags.batch, device,
                           epoch == 1 ? kWarmupSteps : 0, [&](int64_t done, int64_t total) { bar.update(done); });
     workbook::synchronize(device);
     const double epoch_seconds = workbook::now_seconds() - started;
     bar.finish();
-    eval = ch01::evaluate(*model, test_images, test_labels, kEvalBatch, device);
+    eval = ch01::evaluate(*model, data.test.images, data.test.labels, kEvalBatch, device);
 
     epoch_seconds_sum += epoch_seconds;
     timed_seconds += stats.timed_seconds;

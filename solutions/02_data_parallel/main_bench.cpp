@@ -26,16 +26,13 @@
 #include "workbook/errors.hpp"
 #include "workbook/models.hpp"
 #include "workbook/results.hpp"
+#include "workbook/statistics.hpp"
 #include "workbook/timing.hpp"
 #include "workbook/train_flags.hpp"
 
 namespace {
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
+using workbook::median;
 
 // LibTorch's own DataParallel, where it exists.
 // Note: torch/nn/parallel/data_parallel.h includes CUDA headers, and its

@@ -107,13 +107,8 @@ int train(int argc, char** argv) {
   WB_CHECK(flags.batch >= replicas, "--batch {} is smaller than --replicas {}: every replica needs a sample",
            flags.batch, replicas);
   torch::manual_seed(flags.seed);
-  const auto directory = workbook::find_fashion_mnist(flags.data);
-  workbook::LoadOptions load;
-  load.train_samples = flags.train_samples;
-  workbook::FashionMnist data = workbook::load_fashion_mnist(directory, load);
   const torch::Device primary = devices[0];
-  torch::Tensor train_images = data.train.images.to(primary), train_labels = data.train.labels.to(primary);
-  torch::Tensor test_images = data.test.images.to(primary), test_labels = data.test.labels.to(primary);
+  const workbook::FashionMnist data = workbook::load_training_data(flags, primary);  // all of it on the primary
 
   auto model = std::make_shared<workbook::FashionCNN>();
   model->to(primary);
@@ -135,8 +130,9 @@ int train(int argc, char** argv) {
            "the last batch of an epoch would hold {} samples, fewer than --replicas {}: choose another --batch",
            num_samples % flags.batch, replicas);
 
-  report_memory(*model, flags.lr, train_images.narrow(0, 0, std::min(flags.batch, num_samples)),
-                train_labels.narrow(0, 0, std::min(flags.batch, num_samples)), devices, threads_per_replica, json);
+  const int64_t first_batch = std::min(flags.batch, num_samples);
+  report_memory(*model, flags.lr, data.train.images.narrow(0, 0, first_batch),
+                data.train.labels.narrow(0, 0, first_batch), devices, threads_per_replica, json);
 
   double epoch_seconds_sum = 0.0;
   ch02::StepTimes times;  // summed over the timed steps of every epoch
@@ -153,7 +149,8 @@ int train(int argc, char** argv) {
     for (int64_t step = 0; step < steps_per_epoch; ++step) {
       const int64_t begin = step * flags.batch, size = std::min(flags.batch, num_samples - begin);
       const torch::Tensor index = order.narrow(0, begin, size);
-      const torch::Tensor images = train_images.index_select(0, index), labels = train_labels.index_select(0, index);
+      const torch::Tensor images = data.train.images.index_select(0, index);
+      const torch::Tensor labels = data.train.labels.index_select(0, index);
       const bool timed = epoch > 1 || step >= kWarmupSteps;
       torch::Tensor loss = ch02::data_parallel_step(*model, optimizer, images, labels, devices, threads_per_replica,
                                                     timed ? &times : nullptr);
@@ -174,9 +171,9 @@ int train(int argc, char** argv) {
       test_correct = 0;
       for (int64_t begin = 0; begin < data.test.size(); begin += kEvalBatch) {
         const int64_t size = std::min(kEvalBatch, data.test.size() - begin);
-        torch::Tensor logits = ch02::data_parallel_forward(*model, test_images.narrow(0, begin, size), devices,
+        torch::Tensor logits = ch02::data_parallel_forward(*model, data.test.images.narrow(0, begin, size), devices,
                                                            threads_per_replica);
-        test_correct += logits.argmax(1).eq(test_labels.narrow(0, begin, size)).sum().item<int64_t>();
+        test_correct += logits.argmax(1).eq(data.test.labels.narrow(0, begin, size)).sum().item<int64_t>();
       }
       model->train();
       test_accuracy = static_cast<double>(test_correct) / static_cast<double>(data.test.size());

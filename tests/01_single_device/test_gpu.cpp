@@ -2,16 +2,11 @@
 // run by `ctest --preset cuda` on a machine with a GPU, skipped elsewhere.
 #include <catch2/catch.hpp>
 
+#include "gpu_tests.hpp"
 #include "oracles.hpp"
 #include "single_device.hpp"
 
-namespace {
-bool have_gpu() {
-  if (torch::cuda::is_available()) return true;
-  WARN("no CUDA device: skipped");
-  return false;
-}
-}  // namespace
+using gpu_tests::have_gpu;
 
 TEST_CASE("ex1.1 make_batch delivers batches to the GPU, from CPU or GPU data", "[ex1.1][gpu]") {
   if (!have_gpu()) return;

@@ -4,17 +4,12 @@
 #include <catch2/catch.hpp>
 
 #include "data_parallel.hpp"
+#include "gpu_tests.hpp"
 #include "oracles.hpp"
 #include "workbook/device.hpp"
 #include "workbook/errors.hpp"
 
-namespace {
-bool have_gpu() {
-  if (torch::cuda::is_available()) return true;
-  WARN("no CUDA device: skipped");
-  return false;
-}
-}  // namespace
+using gpu_tests::have_gpu;
 
 TEST_CASE("ex2.5 a DataParallel step on GPUs equals a single-device step", "[ex2.5][gpu]") {
   if (!have_gpu()) return;

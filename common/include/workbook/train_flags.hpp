@@ -7,6 +7,9 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <torch/torch.h>
+
+#include "workbook/fashion_mnist.hpp"
 
 namespace workbook {
 
@@ -28,6 +31,13 @@ void add_train_flags(CLI::App& app, TrainFlags& flags);
 // Parses argv. --help prints usage and exits 0; a bad flag prints one message
 // and exits 2. After parsing, the thread count is applied to LibTorch.
 TrainFlags parse_train_flags(CLI::App& app, TrainFlags& flags, int argc, char** argv);
+
+// The data a training program asked for: Fashion-MNIST found from --data (or
+// the usual places), checked, cut to --train-samples, and moved to `device`.
+// Note: Fashion-MNIST is 188 MB as float32: it fits on any GPU, so the whole
+// set moves there once and batches are gathered on the device. On the CPU
+// the tensors already are where the model is.
+FashionMnist load_training_data(const TrainFlags& flags, const torch::Device& device);
 
 // Runs `body`, turning a UserError into one message on stderr and exit 2.
 // Every program's main() is `return workbook::run_main([&] { ... });`.
