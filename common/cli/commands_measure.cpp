@@ -96,8 +96,42 @@ std::string format_metric(double value) {
 // built from. Rows from the student's build become "student", from the
 // reference build "reference"; other impls (baselines inside the program)
 // are pooled from both. Printed: one line per point, a column per impl.
-int bench_rows(const Chapter& chapter, const std::vector<std::string>& student_argv,
-               const std::vector<std::string>& reference_argv, int repeats, std::optional<std::ofstream>& json) {
+struct Impl {
+  std::string name;
+  std::vector<std::string> argv;
+  std::vector<RunOutcome> runs;
+  // The error of the latest run that failed ("" when none did).
+  std::string error() const {
+    for (auto run = runs.rbegin(); run != runs.rend(); ++run)
+      if (!run->ok) return run->error;
+    return "";
+  }
+};
+
+// Runs every implementation `repeats` times. Note: runs are interleaved
+// (A B C A B C ...) so that a slow spell of a busy machine hits every
+// implementation alike; the tables report medians, which resist outliers.
+void run_interleaved(std::vector<Impl>& impls, int repeats, int ranks, std::optional<std::ofstream>& json) {
+  for (int r = 0; r < repeats; ++r) {
+    for (Impl& impl : impls) {
+      // An exercise not written yet will not be written by the next repeat.
+      if (!impl.runs.empty() && impl.runs.back().error.rfind("not done yet", 0) == 0) continue;
+      fmt::print("  run {}/{}: {} ...\n", r + 1, repeats, impl.name);
+      std::fflush(stdout);
+      impl.runs.push_back(run_for_result(impl.argv, false, 3600, ranks));
+      const RunOutcome& o = impl.runs.back();
+      if (json) {
+        nlohmann::json line = {{"type", "bench_run"}, {"impl", impl.name}, {"repeat", r}, {"ok", o.ok}};
+        if (o.ok) line["result"] = o.result;
+        else line["error"] = o.error;
+        *json << line.dump() << "\n";
+      }
+      if (!o.ok) fmt::print("    {}\n", o.error);
+    }
+  }
+}
+
+int bench_rows(const Chapter& chapter, const std::vector<Impl>& impls, std::optional<std::ofstream>& json) {
   const auto keys = chapter.bench.value("keys", std::vector<std::string>{});
   const std::string metric = chapter.bench.value("metric", "ms");
   const auto extras = chapter.bench.value("extra_metrics", std::vector<std::string>{});
@@ -109,8 +143,6 @@ int bench_rows(const Chapter& chapter, const std::vector<std::string>& student_a
   };
   std::vector<Point> points;
   std::vector<std::string> impl_order = {"student", "reference"};
-  std::string student_error;
-  bool reference_ok = false;
   auto add_rows = [&](const RunOutcome& outcome, const std::string& self_name) {
     for (const nlohmann::json& line : outcome.lines) {
       if (line.value("type", "") != "row") continue;
@@ -125,27 +157,13 @@ int bench_rows(const Chapter& chapter, const std::vector<std::string>& student_a
         if (line.contains(m) && line[m].is_number()) it->values[impl][m].push_back(line[m].get<double>());
     }
   };
-  for (int r = 0; r < repeats; ++r) {
-    for (const auto& [name, argv] : {std::pair{std::string("student"), student_argv},
-                                     std::pair{std::string("reference"), reference_argv}}) {
-      if (name == "student" && student_error.rfind("not done yet", 0) == 0) continue;
-      fmt::print("  run {}/{}: {} ...\n", r + 1, repeats, name);
-      std::fflush(stdout);
-      const RunOutcome outcome = run_for_result(argv, false, 3600, 1);
-      if (json) {
-        nlohmann::json line = {{"type", "bench_run"}, {"impl", name}, {"repeat", r}, {"ok", outcome.ok}};
-        if (!outcome.ok) line["error"] = outcome.error;
-        *json << line.dump() << "\n";
+  bool reference_ok = false;
+  for (const Impl& impl : impls)
+    for (const RunOutcome& outcome : impl.runs)
+      if (outcome.ok) {
+        add_rows(outcome, impl.name);
+        reference_ok = reference_ok || impl.name == "reference";
       }
-      if (!outcome.ok) {
-        fmt::print("    {}\n", outcome.error);
-        if (name == "student") student_error = outcome.error;
-        continue;
-      }
-      if (name == "reference") reference_ok = true;
-      add_rows(outcome, name);
-    }
-  }
 
   // One column per impl for the metric, then the student's speed relative to
   // the reference, then each extra metric for the student and the reference.
@@ -197,6 +215,7 @@ int bench_rows(const Chapter& chapter, const std::vector<std::string>& student_a
         if (any) *json << row.dump() << "\n";
       }
   }
+  const std::string student_error = impls[0].error();
   if (!student_error.empty()) fmt::print("\nstudent: {}\n", student_error.substr(0, student_error.find(": replace")));
   const std::string note = chapter.bench.value("note", "");
   if (!note.empty()) fmt::print("\n{}\n", note);
@@ -221,11 +240,6 @@ int cmd_bench(const std::string& chapter_name, int ranks, std::optional<int> rep
   args.push_back(std::to_string(threads));
   args.insert(args.end(), extra_args.begin(), extra_args.end());  // later flags win
 
-  struct Impl {
-    std::string name;
-    std::vector<std::string> argv;
-    std::vector<RunOutcome> runs;
-  };
   std::vector<Impl> impls = {{"student", {(build_dir() / "bin/student" / program).string()}, {}},
                              {"reference", {(build_dir() / "bin/solution" / program).string()}, {}}};
   for (const auto& baseline : chapter.bench.value("baselines", nlohmann::json::array())) {
@@ -242,26 +256,8 @@ int cmd_bench(const std::string& chapter_name, int ranks, std::optional<int> rep
     json.emplace(*json_file);
     WB_CHECK(json->is_open(), "--json {}: cannot open for writing", *json_file);
   }
-  if (chapter.bench.value("kind", "") == "rows") return bench_rows(chapter, impls[0].argv, impls[1].argv, repeats, json);
-  // Note: runs are interleaved (A B C A B C ...) so that a slow spell of a
-  // busy machine hits every implementation alike; medians resist outliers.
-  for (int r = 0; r < repeats; ++r) {
-    for (Impl& impl : impls) {
-      // An exercise not written yet will not be written by the next repeat.
-      if (!impl.runs.empty() && impl.runs.back().error.rfind("not done yet", 0) == 0) continue;
-      fmt::print("  run {}/{}: {} ...\n", r + 1, repeats, impl.name);
-      std::fflush(stdout);
-      impl.runs.push_back(run_for_result(impl.argv, false, 1800, ranks));
-      const RunOutcome& o = impl.runs.back();
-      if (json) {
-        nlohmann::json line = {{"type", "bench_run"}, {"impl", impl.name}, {"repeat", r}, {"ok", o.ok}};
-        if (o.ok) line["result"] = o.result;
-        else line["error"] = o.error;
-        *json << line.dump() << "\n";
-      }
-      if (!o.ok) fmt::print("    {}\n", o.error);
-    }
-  }
+  run_interleaved(impls, repeats, ranks, json);
+  if (chapter.bench.value("kind", "") == "rows") return bench_rows(chapter, impls, json);
 
   auto reference_rate = [&]() {
     std::vector<double> rates;
@@ -273,18 +269,15 @@ int cmd_bench(const std::string& chapter_name, int ranks, std::optional<int> rep
              "vs_reference");
   for (const Impl& impl : impls) {
     std::vector<double> rate, epoch, accuracy, memory;
-    std::string error;
     for (const RunOutcome& o : impl.runs) {
-      if (!o.ok) {
-        error = o.error;
-        continue;
-      }
+      if (!o.ok) continue;
       rate.push_back(o.result.value("samples_per_s", 0.0));
       epoch.push_back(o.result.value("epoch_s", 0.0));
       accuracy.push_back(o.result.value("test_accuracy", 0.0));
       memory.push_back(o.result.value("peak_mem_bytes", 0.0));
     }
     if (rate.empty()) {
+      const std::string error = impl.error();
       fmt::print("{:<16} {}\n", impl.name, error.substr(0, error.find(": replace")));
       continue;
     }
