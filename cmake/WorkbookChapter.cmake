@@ -10,13 +10,38 @@
 # Registers a Catch2 binary with CTest, split by tag into the labels DESIGN.md
 # names: the default run excludes [slow], [timing] and [gpu] test cases, which
 # get their own CTest entries (only when some test in the folder uses the tag).
+#
+#   workbook_add_tests(target labels test_dir [RANKS n1 n2 ...])
+#
+# With RANKS, the binary is a multi-process test (tests/support/mpi_main.cpp)
+# started by mpiexec, oversubscribed so that more ranks than cores work: at n1
+# ranks every test runs; at each further count only the tests tagged [npN]
+# (e.g. [np3]: where odd world sizes matter). These entries carry the label mpi.
 function(workbook_add_tests target labels test_dir)
+  cmake_parse_arguments(PARSE_ARGV 3 arg "" "" "RANKS")
   file(GLOB test_sources ${CMAKE_SOURCE_DIR}/${test_dir}/*.cpp)
   # Open MPI refuses root without these (CI runs as root): set for the tests
   # only, never in the user's environment.
   set(env "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
-  add_test(NAME ${target} COMMAND ${target} "~[slow]~[timing]~[gpu]")
-  set_tests_properties(${target} PROPERTIES LABELS "${labels}" TIMEOUT 600 ENVIRONMENT "${env}")
+  set(skip "~[.]~[slow]~[timing]~[gpu]")  # [.]: hidden tests run only by name
+  if(arg_RANKS)
+    list(APPEND labels mpi)
+    list(GET arg_RANKS 0 first_ranks)
+    set(launch ${MPIEXEC_EXECUTABLE} --oversubscribe -n)
+    foreach(ranks IN LISTS arg_RANKS)
+      if(ranks EQUAL first_ranks)
+        add_test(NAME ${target}_np${ranks} COMMAND ${launch} ${ranks} $<TARGET_FILE:${target}> "${skip}")
+      else()
+        add_test(NAME ${target}_np${ranks} COMMAND ${launch} ${ranks} $<TARGET_FILE:${target}> "[np${ranks}]${skip}")
+      endif()
+      set_tests_properties(${target}_np${ranks} PROPERTIES LABELS "${labels}" TIMEOUT 600 ENVIRONMENT "${env}")
+    endforeach()
+  else()
+    set(launch "")
+    set(first_ranks "")
+    add_test(NAME ${target} COMMAND ${target} "${skip}")
+    set_tests_properties(${target} PROPERTIES LABELS "${labels}" TIMEOUT 600 ENVIRONMENT "${env}")
+  endif()
   foreach(tag slow timing gpu)
     set(uses_tag OFF)
     foreach(source IN LISTS test_sources)
@@ -26,10 +51,33 @@ function(workbook_add_tests target labels test_dir)
       endif()
     endforeach()
     if(uses_tag)
-      add_test(NAME ${target}_${tag} COMMAND ${target} "[${tag}]")
+      if(arg_RANKS)
+        add_test(NAME ${target}_${tag} COMMAND ${launch} ${first_ranks} $<TARGET_FILE:${target}> "[${tag}]")
+      else()
+        add_test(NAME ${target}_${tag} COMMAND ${target} "[${tag}]")
+      endif()
       set_tests_properties(${target}_${tag} PROPERTIES LABELS "${labels};${tag}" TIMEOUT 1800 ENVIRONMENT "${env}")
     endif()
   endforeach()
+endfunction()
+
+# The rank counts a chapter's tests run at: "test_ranks" in its chapter.json
+# (absent: a single-process chapter).
+function(workbook_chapter_test_ranks folder out)
+  set(manifest_file ${CMAKE_SOURCE_DIR}/chapters/${folder}/chapter.json)
+  set(ranks "")
+  if(EXISTS ${manifest_file})
+    file(READ ${manifest_file} manifest)
+    string(JSON count ERROR_VARIABLE missing LENGTH "${manifest}" test_ranks)
+    if(NOT missing AND count GREATER 0)
+      math(EXPR last "${count} - 1")
+      foreach(i RANGE ${last})
+        string(JSON n GET "${manifest}" test_ranks ${i})
+        list(APPEND ranks ${n})
+      endforeach()
+    endif()
+  endif()
+  set(${out} "${ranks}" PARENT_SCOPE)
 endfunction()
 
 function(workbook_add_chapter folder)
@@ -71,19 +119,34 @@ function(workbook_add_chapter folder)
 
     file(GLOB tests CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/${folder}/*.cpp)
     if(tests)
+      workbook_chapter_test_ranks(${folder} test_ranks)
       add_executable(test_${id}_${flavor} ${tests})
-      target_link_libraries(test_${id}_${flavor} PRIVATE ${id}_${flavor} workbook_test_main)
+      if(test_ranks)
+        target_link_libraries(test_${id}_${flavor} PRIVATE ${id}_${flavor} workbook_mpi_test_main)
+      else()
+        target_link_libraries(test_${id}_${flavor} PRIVATE ${id}_${flavor} workbook_test_main)
+      endif()
       workbook_use_pch(test_${id}_${flavor})
-      workbook_add_tests(test_${id}_${flavor} "${flavor};${id}" tests/${folder})
+      workbook_add_tests(test_${id}_${flavor} "${flavor};${id}" tests/${folder} RANKS ${test_ranks})
       add_dependencies(${id}_${flavor}_all test_${id}_${flavor})
     endif()
   endforeach()
 endfunction()
 
+# A job that goes wrong (a dead peer, a mismatched collective, a test past its
+# limit) must end within `seconds`, non-zero, and say `pattern` (grep -E).
+function(workbook_expect_failure_within name labels seconds pattern)
+  add_test(NAME ${name}
+           COMMAND sh ${CMAKE_SOURCE_DIR}/tests/support/expect_failure_within.sh ${seconds} ${pattern} ${ARGN})
+  set_tests_properties(${name} PROPERTIES LABELS "${labels}" TIMEOUT 180
+                       ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+endfunction()
+
 # A program given bad input must exit with `status` and say `pattern` on stderr.
 function(workbook_expect_error name labels status pattern)
   add_test(NAME ${name} COMMAND sh ${CMAKE_SOURCE_DIR}/tests/support/expect_error.sh ${status} ${pattern} ${ARGN})
-  set_tests_properties(${name} PROPERTIES LABELS "${labels}" TIMEOUT 120)
+  set_tests_properties(${name} PROPERTIES LABELS "${labels}" TIMEOUT 120
+                       ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
 endfunction()
 
 # A short run of `program` must end its JSON lines with a complete result line
@@ -93,5 +156,6 @@ function(workbook_check_result_line name labels program)
   add_test(NAME ${name}
            COMMAND sh -c "\"$0\" \"$@\" --json ${json} > /dev/null && /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/support/check_result_line.py ${json}"
                    ${program} ${ARGN})
-  set_tests_properties(${name} PROPERTIES LABELS "${labels}" TIMEOUT 120)
+  set_tests_properties(${name} PROPERTIES LABELS "${labels}" TIMEOUT 120
+                       ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
 endfunction()

@@ -26,9 +26,12 @@ struct Chapter {
   std::string folder;  // "01_single_device"
   std::string title;
   int max_ranks = 1;   // 1: a single-process chapter
+  // The rank counts its tests run at (under mpiexec): every test at the
+  // first, the tests tagged [npN] at each further N. Empty: one process.
+  std::vector<int> test_ranks;
   std::vector<Exercise> exercises;
   std::string program;         // the program `workbook run` starts, e.g. "ch01_train"
-  nlohmann::json bench;        // how `workbook bench` measures the chapter
+  std::vector<nlohmann::json> bench;  // how `workbook bench` measures the chapter: one or more parts
   nlohmann::json tour;         // the configurations `workbook tour` runs
   fs::path lesson() const;     // chapters/NN_name/README.md
   fs::path hints_file() const; // chapters/NN_name/hints.md
@@ -88,20 +91,28 @@ struct TestRecord {
 
 struct TestRun {
   bool ran = false;          // the binary ran and wrote its results
+  bool aborted = false;      // it was stopped during a test (the watchdog): later tests did not run
   int exit_code = -1;
   std::string output;
   std::vector<TestRecord> records;
 };
 
-// Runs a test binary (bin: e.g. "test_ch01_student") with a Catch2 filter.
-TestRun run_tests(const std::string& binary, const std::string& filter, double timeout_s = 900);
+// Runs a test binary (bin: e.g. "test_ch01_student") with a Catch2 filter,
+// under mpiexec with `ranks` processes when ranks > 1.
+TestRun run_tests(const std::string& binary, const std::string& filter, int ranks = 1, double timeout_s = 900);
 
-enum class ExerciseState { NotStarted, Failing, Done, NoTests };
+// A chapter's tests of one flavor ("student" or "solution"): once, or at each
+// of its test_ranks (the further counts with [npN] added to the filter), the
+// runs merged: a test passes when it passed in every run it was part of.
+TestRun run_chapter_tests(const Chapter& chapter, const std::string& flavor, const std::string& filter);
+
+enum class ExerciseState { NotStarted, Failing, Done, NoTests, NotRun };
 std::string state_name(ExerciseState state);
 
 // How an exercise's tests (those tagged [exN.M]) went in a run.
 struct ExerciseTally {
   int total = 0, passed = 0, not_started = 0;
+  bool stopped_early = false;  // the run was stopped before its end
   ExerciseState state() const;
 };
 ExerciseTally tally(const TestRun& run, const std::string& exercise);

@@ -93,10 +93,10 @@ int cmd_dev_check() {
     return 1;
   }
 
-  const std::string filter = "~[slow]~[timing]~[gpu]";
+  const std::string filter = "~[.]~[slow]~[timing]~[gpu]";
   for (const Chapter& c : chapters) {
     fmt::print("4. {}: every reference test passes\n", c.id);
-    TestRun solution = run_tests("test_" + c.id + "_solution", filter);
+    TestRun solution = run_chapter_tests(c, "solution", filter);
     if (!solution.ran) problem(fmt::format("{}: the solution tests did not finish (exit {})", c.id, solution.exit_code));
     for (const TestRecord& r : solution.records)
       if (!r.passed) {
@@ -108,7 +108,7 @@ int cmd_dev_check() {
         problem(fmt::format("{}: no test is tagged [{}]", c.id, e.id));
 
     fmt::print("5. {}: every student test fails on the untouched skeleton, naming its exercise\n", c.id);
-    TestRun student = run_tests("test_" + c.id + "_student", filter);
+    TestRun student = run_chapter_tests(c, "student", filter);
     if (!student.ran) problem(fmt::format("{}: the student tests did not finish (exit {})", c.id, student.exit_code));
     for (const TestRecord& r : student.records) {
       if (r.passed) {

@@ -15,13 +15,13 @@ struct ChapterCheck {
 };
 
 // The default filter leaves out the long runs; `workbook check` is the quick loop.
-constexpr const char* kQuickFilter = "~[slow]~[timing]~[gpu]";
+constexpr const char* kQuickFilter = "~[.]~[slow]~[timing]~[gpu]";
 
 ChapterCheck check_chapter(const Chapter& chapter, const std::string& filter, bool quiet) {
   ChapterCheck result;
   result.built = build_targets({chapter.id + "_student_all"}, quiet);
   if (!result.built) return result;
-  result.run = run_tests("test_" + chapter.id + "_student", filter);
+  result.run = run_chapter_tests(chapter, "student", filter);
   if (!result.run.ran) {
     fmt::print("\nThe tests of {} did not finish (exit status {}{}). Their last output:\n{}\n", chapter.id,
                result.run.exit_code, result.run.exit_code == 124 ? ", time limit" : "",

@@ -131,10 +131,11 @@ void run_interleaved(std::vector<Impl>& impls, int repeats, int ranks, std::opti
   }
 }
 
-int bench_rows(const Chapter& chapter, const std::vector<Impl>& impls, std::optional<std::ofstream>& json) {
-  const auto keys = chapter.bench.value("keys", std::vector<std::string>{});
-  const std::string metric = chapter.bench.value("metric", "ms");
-  const auto extras = chapter.bench.value("extra_metrics", std::vector<std::string>{});
+int bench_rows(const Chapter& chapter, const nlohmann::json& part, const std::vector<Impl>& impls,
+               std::optional<std::ofstream>& json) {
+  const auto keys = part.value("keys", std::vector<std::string>{});
+  const std::string metric = part.value("metric", "ms");
+  const auto extras = part.value("extra_metrics", std::vector<std::string>{});
   std::vector<std::string> metrics = {metric};
   metrics.insert(metrics.end(), extras.begin(), extras.end());
   struct Point {
@@ -191,7 +192,7 @@ int bench_rows(const Chapter& chapter, const std::vector<Impl>& impls, std::opti
       line += fmt::format(" {:>{}}", v ? format_metric(*v) : "-", width);
     }
     auto student = median_of(p, "student", metric), reference = median_of(p, "reference", metric);
-    const bool lower_is_better = chapter.bench.value("lower_is_better", true);
+    const bool lower_is_better = part.value("lower_is_better", true);
     if (student && reference && *student > 0 && *reference > 0)
       line += fmt::format(" {:>8.2f}x", lower_is_better ? *reference / *student : *student / *reference);
     else
@@ -217,47 +218,176 @@ int bench_rows(const Chapter& chapter, const std::vector<Impl>& impls, std::opti
   }
   const std::string student_error = impls[0].error();
   if (!student_error.empty()) fmt::print("\nstudent: {}\n", student_error.substr(0, student_error.find(": replace")));
-  const std::string note = chapter.bench.value("note", "");
+  const std::string note = part.value("note", "");
+  if (!note.empty()) fmt::print("\n{}\n", note);
+  return reference_ok ? 0 : 1;
+}
+
+// The student's build, the reference build and the part's baselines, each
+// with `args` after its command.
+std::vector<Impl> bench_impls(const Chapter& chapter, const nlohmann::json& part, const std::string& program,
+                              const std::vector<std::string>& args) {
+  std::vector<Impl> impls = {{"student", {(build_dir() / "bin/student" / program).string()}, {}},
+                             {"reference", {(build_dir() / "bin/solution" / program).string()}, {}}};
+  for (const auto& baseline : part.value("baselines", nlohmann::json::array())) {
+    Impl impl{baseline.at("name").get<std::string>(), {}, {}};
+    for (const auto& word : baseline.at("command")) impl.argv.push_back(expand(word.get<std::string>(), chapter));
+    impls.push_back(impl);
+  }
+  for (Impl& impl : impls) impl.argv.insert(impl.argv.end(), args.begin(), args.end());
+  return impls;
+}
+
+// A "scaling" part: every implementation at every configuration (ranks x
+// threads per rank), interleaved, then each multi-rank configuration's
+// scaling efficiency against the single-rank one: rate_N / (N x rate_1).
+int bench_scaling(const Chapter& chapter, const nlohmann::json& part, int repeats,
+                  const std::vector<std::string>& extra_args, std::optional<std::ofstream>& json) {
+  const std::string program = part.value("program", chapter.program);
+  struct Config {
+    std::string name;
+    int ranks, threads;
+    std::vector<Impl> impls;
+  };
+  std::vector<Config> configs;
+  for (const auto& c : part.at("configs")) {
+    Config config{c.at("name").get<std::string>(), c.at("ranks").get<int>(), c.value("threads", 1), {}};
+    std::vector<std::string> args = part.value("args", std::vector<std::string>{});
+    args.insert(args.end(), {"--threads", std::to_string(config.threads)});
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    config.impls = bench_impls(chapter, part, program, args);
+    configs.push_back(std::move(config));
+  }
+  fmt::print("{} bench, {}\n  {} {}; {} run(s) of each, interleaved; medians\n", chapter.id,
+             part.value("title", "scaling"), program, fmt::join(part.value("args", std::vector<std::string>{}), " "),
+             repeats);
+  for (int r = 0; r < repeats; ++r)
+    for (Config& config : configs) {
+      std::vector<Impl*> pending;
+      for (Impl& impl : config.impls) {
+        if (!impl.runs.empty() && impl.runs.back().error.rfind("not done yet", 0) == 0) continue;
+        fmt::print("  run {}/{}: {} at {} ({} rank(s) x {} thread(s)) ...\n", r + 1, repeats, impl.name, config.name,
+                   config.ranks, config.threads);
+        std::fflush(stdout);
+        impl.runs.push_back(run_for_result(impl.argv, false, 3600, config.ranks));
+        if (!impl.runs.back().ok) fmt::print("    {}\n", impl.runs.back().error);
+      }
+    }
+
+  auto median_rate = [](const Impl& impl) {
+    std::vector<double> rates;
+    for (const RunOutcome& o : impl.runs)
+      if (o.ok) rates.push_back(o.result.value("samples_per_s", 0.0));
+    return median(rates);
+  };
+  fmt::print("\n{:<14} {:>6} {:>11} {:>9} {:>9} {:>12} {:>13}\n", "impl", "config", "samples/s", "epoch_s", "test_acc",
+             "peak_mem", "vs_reference");
+  bool reference_ok = false;
+  for (const Config& config : configs) {
+    const double reference_rate = median_rate(config.impls[1]);
+    reference_ok = reference_ok || reference_rate > 0;
+    for (const Impl& impl : config.impls) {
+      std::vector<double> rate, epoch, accuracy, memory;
+      for (const RunOutcome& o : impl.runs) {
+        if (!o.ok) continue;
+        rate.push_back(o.result.value("samples_per_s", 0.0));
+        epoch.push_back(o.result.value("epoch_s", 0.0));
+        accuracy.push_back(o.result.value("test_accuracy", 0.0));
+        memory.push_back(o.result.value("peak_mem_bytes", 0.0));
+      }
+      if (rate.empty()) {
+        const std::string error = impl.error();
+        fmt::print("{:<14} {:>6} {}\n", impl.name, config.name, error.substr(0, error.find(": replace")));
+        continue;
+      }
+      const double ratio = reference_rate > 0 ? median(rate) / reference_rate : 0.0;
+      fmt::print("{:<14} {:>6} {:>11.1f} {:>9.2f} {:>9.4f} {:>12} {:>12.2f}x\n", impl.name, config.name, median(rate),
+                 median(epoch), median(accuracy), format_mib(median(memory)), ratio);
+      if (json)
+        *json << nlohmann::json({{"type", "bench"}, {"chapter", chapter.id}, {"impl", impl.name},
+                                 {"config", config.name}, {"ranks", config.ranks}, {"threads", config.threads},
+                                 {"runs", rate.size()}, {"samples_per_s", median(rate)}, {"epoch_s", median(epoch)},
+                                 {"test_accuracy", median(accuracy)}, {"peak_mem_bytes", median(memory)},
+                                 {"vs_reference", ratio}})
+                     .dump()
+              << "\n";
+    }
+  }
+  // Scaling efficiency of each multi-rank configuration against the single-rank one.
+  const auto single = std::find_if(configs.begin(), configs.end(), [](const Config& c) { return c.ranks == 1; });
+  if (single != configs.end()) {
+    fmt::print("\n{:<14} {:>6} {:>11}\n", "impl", "config", "efficiency");
+    for (const Config& config : configs) {
+      if (config.ranks == 1) continue;
+      for (size_t i = 0; i < config.impls.size(); ++i) {
+        const double one = median_rate(single->impls[i]), many = median_rate(config.impls[i]);
+        if (one <= 0 || many <= 0) continue;
+        const double efficiency = many / (config.ranks * one);
+        fmt::print("{:<14} {:>6} {:>11.3f}   = {:.1f} / ({} x {:.1f})\n", config.impls[i].name, config.name, efficiency,
+                   many, config.ranks, one);
+        if (json)
+          *json << nlohmann::json({{"type", "bench_scaling"}, {"chapter", chapter.id}, {"impl", config.impls[i].name},
+                                   {"config", config.name}, {"ranks", config.ranks}, {"efficiency", efficiency}})
+                       .dump()
+                << "\n";
+      }
+    }
+  }
+  const std::string note = part.value("note", "");
   if (!note.empty()) fmt::print("\n{}\n", note);
   return reference_ok ? 0 : 1;
 }
 
 }  // namespace
 
+int bench_part(const Chapter& chapter, const nlohmann::json& part, int ranks_flag, std::optional<int> repeats_flag,
+               std::optional<std::ofstream>& json, const std::vector<std::string>& extra_args);
+
 int cmd_bench(const std::string& chapter_name, int ranks, std::optional<int> repeats_flag,
               const std::optional<std::string>& json_file, const std::vector<std::string>& extra_args) {
   const auto chapters = load_chapters();
   const Chapter& chapter = find_chapter(chapters, chapter_name);
-  const int repeats = repeats_flag.value_or(chapter.bench.value("repeats", 3));
-  WB_CHECK(!chapter.bench.is_null() && !chapter.bench.empty(), "{} has no benchmark", chapter.id);
+  WB_CHECK(!chapter.bench.empty(), "{} has no benchmark", chapter.id);
   WB_CHECK(ranks <= chapter.max_ranks, "{} runs on at most {} rank(s), not {}", chapter.id, chapter.max_ranks, ranks);
-  const std::string program = chapter.bench.value("program", chapter.program);
-  if (!build_targets({program + "_student", program + "_solution"}, /*quiet=*/false)) return 1;
-
-  const int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ranks);
-  std::vector<std::string> args = chapter.bench.value("args", std::vector<std::string>{});
-  args.push_back("--threads");
-  args.push_back(std::to_string(threads));
-  args.insert(args.end(), extra_args.begin(), extra_args.end());  // later flags win
-
-  std::vector<Impl> impls = {{"student", {(build_dir() / "bin/student" / program).string()}, {}},
-                             {"reference", {(build_dir() / "bin/solution" / program).string()}, {}}};
-  for (const auto& baseline : chapter.bench.value("baselines", nlohmann::json::array())) {
-    Impl impl{baseline.at("name").get<std::string>(), {}, {}};
-    for (const auto& word : baseline.at("command")) impl.argv.push_back(expand(word.get<std::string>(), chapter));
-    impls.push_back(impl);
+  std::vector<std::string> targets;
+  for (const auto& part : chapter.bench) {
+    const std::string program = part.value("program", chapter.program);
+    targets.insert(targets.end(), {program + "_student", program + "_solution"});
   }
-  for (Impl& impl : impls) impl.argv.insert(impl.argv.end(), args.begin(), args.end());
-
-  fmt::print("{} bench: {} {}, {} rank(s), {} thread(s) per rank; {} run(s) of each, interleaved; medians\n",
-             chapter.id, program, fmt::join(args, " "), ranks, threads, repeats);
+  if (!build_targets(targets, /*quiet=*/false)) return 1;
   std::optional<std::ofstream> json;
   if (json_file) {
     json.emplace(*json_file);
     WB_CHECK(json->is_open(), "--json {}: cannot open for writing", *json_file);
   }
+  int status = 0;
+  for (size_t i = 0; i < chapter.bench.size(); ++i) {
+    if (i > 0) fmt::print("\n\n");
+    const int part_status = bench_part(chapter, chapter.bench[i], ranks, repeats_flag, json, extra_args);
+    status = status != 0 ? status : part_status;
+  }
+  return status;
+}
+
+// One part of a chapter's benchmark: "scaling", "rows", or (the default) whole
+// training runs of every implementation compared by samples/s.
+int bench_part(const Chapter& chapter, const nlohmann::json& part, int ranks_flag, std::optional<int> repeats_flag,
+               std::optional<std::ofstream>& json, const std::vector<std::string>& extra_args) {
+  const int repeats = repeats_flag.value_or(part.value("repeats", 3));
+  if (part.value("kind", "") == "scaling") return bench_scaling(chapter, part, repeats, extra_args, json);
+  const int ranks = part.value("ranks", ranks_flag);  // a part may fix its rank count
+  const std::string program = part.value("program", chapter.program);
+  const int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ranks);
+  std::vector<std::string> args = {"--threads", std::to_string(threads)};
+  for (const auto& a : part.value("args", std::vector<std::string>{})) args.push_back(a);  // the part's flags win
+  args.insert(args.end(), extra_args.begin(), extra_args.end());  // and the user's win over both
+  std::vector<Impl> impls = bench_impls(chapter, part, program, args);
+
+  fmt::print("{} bench{}: {} {}, {} rank(s); {} run(s) of each, interleaved; medians\n", chapter.id,
+             part.contains("title") ? ", " + part.value("title", "") : "", program, fmt::join(args, " "), ranks,
+             repeats);
   run_interleaved(impls, repeats, ranks, json);
-  if (chapter.bench.value("kind", "") == "rows") return bench_rows(chapter, impls, json);
+  if (part.value("kind", "") == "rows") return bench_rows(chapter, part, impls, json);
 
   auto reference_rate = [&]() {
     std::vector<double> rates;
@@ -292,7 +422,7 @@ int cmd_bench(const std::string& chapter_name, int ranks, std::optional<int> rep
                    .dump()
             << "\n";
   }
-  const std::string note = chapter.bench.value("note", "");
+  const std::string note = part.value("note", "");
   if (!note.empty()) fmt::print("\n{}\n", note);
   return reference_rate > 0 ? 0 : 1;  // without the reference there is nothing to compare with
 }

@@ -38,12 +38,24 @@ Chapter parse_chapter(const fs::path& manifest) {
     chapter.title = j.at("title").get<std::string>();
     chapter.max_ranks = j.value("max_ranks", 1);
     chapter.program = j.value("program", "");
-    chapter.bench = j.value("bench", nlohmann::json::object());
+    chapter.test_ranks = j.value("test_ranks", std::vector<int>{});
+    // "bench": one part (an object) or several (a list of them).
+    const nlohmann::json bench = j.value("bench", nlohmann::json::object());
+    if (bench.is_array()) chapter.bench = bench.get<std::vector<nlohmann::json>>();
+    else if (!bench.empty()) chapter.bench = {bench};
     chapter.tour = j.value("tour", nlohmann::json::array());
     // Checked here, so that a mistake in a manifest is reported with its file.
-    for (const auto& b : chapter.bench.value("baselines", nlohmann::json::array()))
-      if (!b.at("name").is_string() || !b.at("command").is_array())
-        throw UserError(fmt::format("{}: a bench baseline needs \"name\" and \"command\"", manifest.string()));
+    for (const auto& part : chapter.bench) {
+      if (!part.is_object()) throw UserError(fmt::format("{}: each bench part must be an object", manifest.string()));
+      for (const auto& b : part.value("baselines", nlohmann::json::array()))
+        if (!b.at("name").is_string() || !b.at("command").is_array())
+          throw UserError(fmt::format("{}: a bench baseline needs \"name\" and \"command\"", manifest.string()));
+      for (const auto& c : part.value("configs", nlohmann::json::array()))
+        if (!c.at("name").is_string() || c.value("ranks", 0) < 1)
+          throw UserError(fmt::format("{}: a bench config needs \"name\" and \"ranks\" >= 1", manifest.string()));
+    }
+    for (int n : chapter.test_ranks)
+      if (n < 1) throw UserError(fmt::format("{}: test_ranks must be positive", manifest.string()));
     if (!chapter.tour.is_array()) throw UserError(fmt::format("{}: \"tour\" must be a list", manifest.string()));
     for (const auto& t : chapter.tour)
       if (!t.is_object() || !t.at("config").is_string() || !t.value("args", nlohmann::json::array()).is_array())

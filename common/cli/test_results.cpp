@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <algorithm>
 #include <regex>
 
 #include "cli.hpp"
@@ -27,7 +28,7 @@ bool TestRecord::not_implemented(const std::string& exercise) const {
          failure.value("expanded", "").find(needle) != std::string::npos;
 }
 
-TestRun run_tests(const std::string& binary, const std::string& filter, double timeout_s) {
+TestRun run_tests(const std::string& binary, const std::string& filter, int ranks, double timeout_s) {
   TestRun run;
   const fs::path program = build_dir() / binary;
   WB_CHECK(fs::exists(program), "{} is not built (run `cmake --build {}`)", program.string(), build_dir().string());
@@ -40,7 +41,7 @@ TestRun run_tests(const std::string& binary, const std::string& filter, double t
   options.env["WORKBOOK_RESULTS"] = results.string();
   std::vector<std::string> argv = {program.string()};
   if (!filter.empty()) argv.push_back(filter);
-  ProcessResult done = run_process(argv, options);
+  ProcessResult done = run_process(launch_command(ranks, argv), options);
   run.exit_code = done.exit_code;
   run.output = done.output;
   if (!fs::exists(results)) return run;
@@ -55,9 +56,36 @@ TestRun run_tests(const std::string& binary, const std::string& filter, double t
     record.tags = r.value("tags", std::vector<std::string>{});
     record.passed = r.value("passed", false);
     record.failure = r.value("failure", nlohmann::json());
+    run.aborted = run.aborted || r.value("aborted", false);
     run.records.push_back(record);
   }
   return run;
+}
+
+TestRun run_chapter_tests(const Chapter& chapter, const std::string& flavor, const std::string& filter) {
+  const std::string binary = "test_" + chapter.id + "_" + flavor;
+  if (chapter.test_ranks.empty()) return run_tests(binary, filter);
+  TestRun merged;
+  merged.ran = true;
+  merged.exit_code = 0;
+  for (size_t i = 0; i < chapter.test_ranks.size(); ++i) {
+    const int ranks = chapter.test_ranks[i];
+    TestRun run = run_tests(binary, i == 0 ? filter : fmt::format("[np{}]{}", ranks, filter), ranks);
+    merged.output += fmt::format("--- {} rank(s)\n{}", ranks, run.output);
+    if (run.exit_code != 0 && merged.exit_code == 0) merged.exit_code = run.exit_code;
+    merged.ran = merged.ran && run.ran;
+    merged.aborted = merged.aborted || run.aborted;
+    for (TestRecord& record : run.records) {
+      if (!record.passed && !record.failure.is_null())
+        record.failure["message"] = fmt::format("(at {} ranks) {}", ranks, record.failure.value("message", ""));
+      auto same = std::find_if(merged.records.begin(), merged.records.end(),
+                               [&](const TestRecord& r) { return r.name == record.name; });
+      if (same == merged.records.end()) merged.records.push_back(record);
+      else if (same->passed && !record.passed) *same = record;
+    }
+    if (!run.ran) break;  // a run that did not finish: its output says why
+  }
+  return merged;
 }
 
 std::string state_name(ExerciseState state) {
@@ -66,12 +94,14 @@ std::string state_name(ExerciseState state) {
     case ExerciseState::Failing: return "failing";
     case ExerciseState::Done: return "done";
     case ExerciseState::NoTests: return "no tests";
+    case ExerciseState::NotRun: return "not run (the test run stopped early)";
   }
   return "?";
 }
 
 ExerciseTally tally(const TestRun& run, const std::string& exercise) {
   ExerciseTally t;
+  t.stopped_early = run.aborted;
   for (const TestRecord& r : run.records) {
     if (r.exercise() != exercise) continue;
     ++t.total;
@@ -82,7 +112,7 @@ ExerciseTally tally(const TestRun& run, const std::string& exercise) {
 }
 
 ExerciseState ExerciseTally::state() const {
-  if (total == 0) return ExerciseState::NoTests;
+  if (total == 0) return stopped_early ? ExerciseState::NotRun : ExerciseState::NoTests;
   if (passed == total) return ExerciseState::Done;
   if (not_started == total) return ExerciseState::NotStarted;
   return ExerciseState::Failing;

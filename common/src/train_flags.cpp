@@ -70,6 +70,37 @@ FashionMnist load_training_data(const TrainFlags& flags, const torch::Device& de
   return data;
 }
 
+void add_distributed_flags(CLI::App& app, CommunicatorOptions& options) {
+  app.add_option("--comm-timeout", options.timeout_s,
+                 "seconds a collective may wait for the other ranks before this rank gives up and says where it "
+                 "was (<= 0: forever; also $WORKBOOK_COMM_TIMEOUT)")
+      ->capture_default_str();
+  app.add_flag("--check-collectives", options.check_collectives,
+               "compare every collective across ranks before it runs: a mismatch fails at once, naming the ranks "
+               "and calls (also $WORKBOOK_CHECK_COLLECTIVES=1)");
+}
+
+int run_distributed_main(const std::function<int(const LaunchEnv&)>& body) {
+  LaunchEnv env;
+  std::string prefix;
+  int status = 0;
+  try {
+    env = read_launch_env();
+    if (env.distributed()) prefix = env.label() + ": ";
+    status = body(env);
+  } catch (const UserError& e) {
+    fmt::print(stderr, "error: {}{}\n", prefix, e.what());
+    status = 2;
+  } catch (const NotImplemented& e) {
+    fmt::print(stderr, "not done yet: {}{}\n", prefix, e.what());
+    status = 3;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "internal error: {}{}\n", prefix, e.what());
+    status = 1;
+  }
+  exit_distributed(status, env);
+}
+
 int run_main(const std::function<int()>& body) {
   try {
     return body();

@@ -9,7 +9,9 @@
 #include <CLI/CLI.hpp>
 #include <torch/torch.h>
 
+#include "workbook/communicator.hpp"
 #include "workbook/fashion_mnist.hpp"
+#include "workbook/launch.hpp"
 
 namespace workbook {
 
@@ -42,5 +44,15 @@ FashionMnist load_training_data(const TrainFlags& flags, const torch::Device& de
 // Runs `body`, turning a UserError into one message on stderr and exit 2.
 // Every program's main() is `return workbook::run_main([&] { ... });`.
 int run_main(const std::function<int()>& body);
+
+// The flags of the multi-process programs (Chapter 3 on): --comm-timeout
+// and --check-collectives, with `options` (read from the environment) as defaults.
+void add_distributed_flags(CLI::App& app, CommunicatorOptions& options);
+
+// run_main for the multi-process programs: reads the launch environment
+// first (a bad one is one clear message and exit 2), prefixes every error
+// with the rank when there are several, and ends a failing rank without
+// finalizing MPI (exit_distributed), so that no peer is left waiting.
+int run_distributed_main(const std::function<int(const LaunchEnv&)>& body);
 
 }  // namespace workbook

@@ -1,0 +1,136 @@
+// communicator.hpp — the Communicator: collectives and point-to-point
+// transfers of tensors between the ranks of a job, over MPI (CPU tensors) or
+// NCCL (CUDA tensors), behind one interface.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <torch/torch.h>
+
+#include "workbook/launch.hpp"
+#include "workbook/watchdog.hpp"
+
+namespace workbook {
+
+enum class Backend { Mpi, Nccl };
+enum class ReduceOp { Sum, Average };
+
+// The operations, for counting and for messages.
+enum class CommOp { Barrier, Broadcast, AllReduce, AllGather, ReduceScatter, Send, Recv };
+inline constexpr int kCommOpCount = 7;
+const char* op_name(CommOp op);
+
+struct CommunicatorOptions {
+  // A call that has not returned after this many seconds ends the process,
+  // naming the rank and the call (watchdog.hpp). <= 0: wait forever.
+  double timeout_s = 60.0;
+  // Before every collective, compare what each rank is about to call (op,
+  // dtype, count, root) and fail at once, on every rank, when they differ,
+  // instead of hanging or corrupting data. One extra small all-gather per
+  // collective: on in the tests, off by default in programs.
+  bool check_collectives = false;
+  // Both read from the environment when set: WORKBOOK_COMM_TIMEOUT (seconds)
+  // and WORKBOOK_CHECK_COLLECTIVES (0 or 1). Flags override the environment.
+  static CommunicatorOptions from_environment();
+};
+
+// Thrown on every rank when a checked collective differs between ranks, and
+// when MPI or NCCL report an error: a bug in the calling code, not bad input.
+class CommunicationError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// What a communicator has done: calls and elements per operation.
+struct CommStats {
+  std::array<int64_t, kCommOpCount> calls{};
+  std::array<int64_t, kCommOpCount> elements{};
+  int64_t count(CommOp op) const { return calls[static_cast<int>(op)]; }
+  int64_t collectives() const;  // every call but send and recv
+};
+
+// Note: [Communicator semantics]
+// - Every rank of the job must make the same collective calls in the same
+//   order, with the same dtype and element count (and root). Counts are
+//   elements, never bytes.
+// - Tensors are contiguous, on the backend's device (CPU for MPI; this rank's
+//   GPU for NCCL), float32, float64, int32, int64 or uint8. Average needs a
+//   floating-point dtype.
+// - Calls return when the operation is complete for this rank: the result is
+//   in the tensor (on NCCL, the host waits for the GPU stream).
+// - Each Communicator has its own MPI communicator (a duplicate of the
+//   world), so the calls of two Communicators never match each other.
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return env_.rank; }
+  int size() const { return env_.world_size; }
+  const LaunchEnv& launch_env() const { return env_; }
+  const CommunicatorOptions& options() const { return options_; }
+  virtual Backend backend() const = 0;
+  virtual torch::Device device() const = 0;  // cpu, or this rank's GPU
+  const CommStats& stats() const { return stats_; }
+
+  // Waits until every rank has called it.
+  void barrier();
+  // `tensor` on every rank becomes `root`'s.
+  void broadcast(torch::Tensor& tensor, int root);
+  // `tensor` on every rank becomes the element-wise sum (or mean) over ranks.
+  void all_reduce(torch::Tensor& tensor, ReduceOp op);
+  // `output` (size() * input.numel() elements) holds every rank's `input`,
+  // rank r's at elements [r * n, (r + 1) * n).
+  void all_gather(const torch::Tensor& input, torch::Tensor& output);
+  torch::Tensor all_gather(const torch::Tensor& input);  // a new [size(), input.shape...] tensor
+  // `input` holds size() chunks of output.numel() elements; `output` on rank
+  // r becomes the sum (or mean) over ranks of their chunk r.
+  void reduce_scatter(const torch::Tensor& input, torch::Tensor& output, ReduceOp op);
+  // Point to point: `recv` fills `tensor` (its dtype and count must match the send).
+  void send(const torch::Tensor& tensor, int peer);
+  void recv(torch::Tensor& tensor, int peer);
+
+ protected:
+  Communicator(LaunchEnv env, CommunicatorOptions options);
+  virtual void do_barrier() = 0;
+  virtual void do_broadcast(torch::Tensor& tensor, int root) = 0;
+  virtual void do_all_reduce(torch::Tensor& tensor, ReduceOp op) = 0;
+  virtual void do_all_gather(const torch::Tensor& input, torch::Tensor& output) = 0;
+  virtual void do_reduce_scatter(const torch::Tensor& input, torch::Tensor& output, ReduceOp op) = 0;
+  virtual void do_send(const torch::Tensor& tensor, int peer) = 0;
+  virtual void do_recv(torch::Tensor& tensor, int peer) = 0;
+  // Gathers `bytes` (the same length on every rank) from every rank over a
+  // channel separate from the data: what the collective check compares.
+  virtual std::vector<std::string> exchange_signatures(const std::string& bytes) = 0;
+
+ private:
+  std::unique_ptr<watchdog::CallScope> begin(CommOp op, const torch::Tensor* tensor, int64_t count, int peer_or_root, ReduceOp reduce);
+  void check_tensor(const torch::Tensor& tensor, CommOp op, const char* role) const;
+
+  LaunchEnv env_;
+  CommunicatorOptions options_;
+  CommStats stats_;
+  int64_t sequence_ = 0;  // calls made so far: "#12" in messages
+};
+
+// The backend for tensors on `device`: MPI for the CPU, NCCL for CUDA.
+Backend backend_for(const torch::Device& device);
+
+// A communicator for the job this process was launched into (read_launch_env).
+// Initializes MPI on first use (MPI also bootstraps NCCL: rank 0 creates the
+// ncclUniqueId and broadcasts it). A single process gets a communicator of
+// size 1. Errors: MPI disagreeing with the launcher's variables, NCCL in a
+// build without it, no GPU for this rank: a UserError that says what to do.
+std::unique_ptr<Communicator> make_communicator(Backend backend, const LaunchEnv& env,
+                                                const CommunicatorOptions& options);
+
+// Ends a distributed program: flushes output and exits with `status`. With
+// more than one rank and a non-zero status, MPI is not finalized (finalizing
+// waits for every rank, and the others may be waiting in a collective for
+// this one): the launcher sees the exit and stops the job at once.
+[[noreturn]] void exit_distributed(int status, const LaunchEnv& env);
+
+}  // namespace workbook

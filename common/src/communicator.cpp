@@ -1,0 +1,201 @@
+// communicator.cpp — what every backend shares: argument checks, counting,
+// the watchdog around each call, and the cross-rank check of collectives.
+#include "workbook/communicator.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "workbook/errors.hpp"
+#include "workbook/watchdog.hpp"
+
+namespace workbook {
+namespace {
+
+std::string dtype_name(torch::ScalarType dtype) {
+  switch (dtype) {
+    case torch::kFloat32: return "float32";
+    case torch::kFloat64: return "float64";
+    case torch::kInt32: return "int32";
+    case torch::kInt64: return "int64";
+    case torch::kUInt8: return "uint8";
+    default: return c10::toString(dtype);
+  }
+}
+
+bool supported(torch::ScalarType dtype) {
+  return dtype == torch::kFloat32 || dtype == torch::kFloat64 || dtype == torch::kInt32 || dtype == torch::kInt64 ||
+         dtype == torch::kUInt8;
+}
+
+// "float32 x 1475338, average" / "float32 x 10, root 0" / "int64 x 3, to rank 1"
+std::string arguments(CommOp op, torch::ScalarType dtype, int64_t count, int peer, ReduceOp reduce) {
+  std::string text = op == CommOp::Barrier ? "" : fmt::format("{} x {}", dtype_name(dtype), count);
+  switch (op) {
+    case CommOp::Broadcast: return text + fmt::format(", root {}", peer);
+    case CommOp::AllReduce:
+    case CommOp::ReduceScatter: return text + (reduce == ReduceOp::Sum ? ", sum" : ", average");
+    case CommOp::Send: return text + fmt::format(", to rank {}", peer);
+    case CommOp::Recv: return text + fmt::format(", from rank {}", peer);
+    default: return text;
+  }
+}
+
+}  // namespace
+
+const char* op_name(CommOp op) {
+  static const char* names[kCommOpCount] = {"barrier", "broadcast", "all_reduce", "all_gather",
+                                            "reduce_scatter", "send", "recv"};
+  return names[static_cast<int>(op)];
+}
+
+int64_t CommStats::collectives() const {
+  int64_t total = 0;
+  for (int i = 0; i < kCommOpCount; ++i)
+    if (i != static_cast<int>(CommOp::Send) && i != static_cast<int>(CommOp::Recv)) total += calls[i];
+  return total;
+}
+
+CommunicatorOptions CommunicatorOptions::from_environment() {
+  CommunicatorOptions options;
+  if (const char* timeout = std::getenv("WORKBOOK_COMM_TIMEOUT")) {
+    char* end = nullptr;
+    const double value = std::strtod(timeout, &end);
+    WB_CHECK(*timeout != '\0' && *end == '\0', "WORKBOOK_COMM_TIMEOUT={} is not a number of seconds", timeout);
+    options.timeout_s = value;
+  }
+  if (const char* check = std::getenv("WORKBOOK_CHECK_COLLECTIVES")) {
+    const std::string value = check;
+    WB_CHECK(value == "0" || value == "1", "WORKBOOK_CHECK_COLLECTIVES={} must be 0 or 1", value);
+    options.check_collectives = value == "1";
+  }
+  return options;
+}
+
+Backend backend_for(const torch::Device& device) { return device.is_cuda() ? Backend::Nccl : Backend::Mpi; }
+
+Communicator::Communicator(LaunchEnv env, CommunicatorOptions options)
+    : env_(std::move(env)), options_(options) {
+  watchdog::set_process_label(env_.label());
+}
+
+void Communicator::check_tensor(const torch::Tensor& tensor, CommOp op, const char* role) const {
+  WB_ASSERT(tensor.defined(), "{}: the {} tensor is undefined", op_name(op), role);
+  WB_ASSERT(tensor.is_contiguous(), "{}: the {} tensor must be contiguous (call .contiguous())", op_name(op), role);
+  WB_ASSERT(supported(tensor.scalar_type()), "{}: dtype {} is not supported (float32, float64, int32, int64, uint8)",
+            op_name(op), dtype_name(tensor.scalar_type()));
+  WB_ASSERT(tensor.device() == device(), "{}: the {} tensor is on {}, but this {} communicator works on {}",
+            op_name(op), role, tensor.device().str(), backend() == Backend::Mpi ? "MPI" : "NCCL", device().str());
+}
+
+// One call begins: counted, described, watched by the watchdog until the
+// returned scope ends, and (a collective, with checking on) compared across
+// ranks before any data moves.
+std::unique_ptr<watchdog::CallScope> Communicator::begin(CommOp op, const torch::Tensor* tensor, int64_t count, int peer,
+                                       ReduceOp reduce) {
+  const torch::ScalarType dtype = tensor ? tensor->scalar_type() : torch::kUInt8;
+  if (tensor && reduce == ReduceOp::Average && (op == CommOp::AllReduce || op == CommOp::ReduceScatter))
+    WB_ASSERT(tensor->is_floating_point(), "{} with average needs a floating-point tensor, got {}", op_name(op),
+              dtype_name(dtype));
+  ++sequence_;
+  stats_.calls[static_cast<int>(op)] += 1;
+  stats_.elements[static_cast<int>(op)] += count;
+  const std::string args = arguments(op, dtype, count, peer, reduce);
+  auto scope = std::make_unique<watchdog::CallScope>(fmt::format("{} #{} ({})", op_name(op), sequence_, args),
+                                                     options_.timeout_s);
+  const bool collective = op != CommOp::Send && op != CommOp::Recv;
+  if (collective && options_.check_collectives && size() > 1) {
+    // A fixed-length signature: the collective's place in the sequence of
+    // collectives, its name and its arguments.
+    std::string mine = fmt::format("{:>10} {} ({})", stats_.collectives(), op_name(op), args);
+    mine.resize(120, ' ');
+    const std::vector<std::string> all = exchange_signatures(mine);
+    bool same = true;
+    for (const std::string& s : all) same = same && s == mine;
+    if (!same) {
+      std::string table;
+      for (size_t r = 0; r < all.size(); ++r) {
+        std::string s = all[r];
+        s.erase(s.find_last_not_of(' ') + 1);
+        table += fmt::format("\n  rank {} is in collective #{}", r, s.substr(s.find_first_not_of(' ')));
+      }
+      throw CommunicationError(fmt::format(
+          "{}: collective mismatch (checked before {} #{}): the ranks called different collectives:{}\n"
+          "Every rank must make the same collective calls, in the same order, with the same dtype, count and root.",
+          env_.label(), op_name(op), sequence_, table));
+    }
+  }
+  return scope;
+}
+
+void Communicator::barrier() {
+  const auto call = begin(CommOp::Barrier, nullptr, 0, 0, ReduceOp::Sum);
+  do_barrier();
+}
+
+void Communicator::broadcast(torch::Tensor& tensor, int root) {
+  check_tensor(tensor, CommOp::Broadcast, "");
+  WB_ASSERT(root >= 0 && root < size(), "broadcast: root {} is not a rank of {}", root, size());
+  const auto call = begin(CommOp::Broadcast, &tensor, tensor.numel(), root, ReduceOp::Sum);
+  do_broadcast(tensor, root);
+}
+
+void Communicator::all_reduce(torch::Tensor& tensor, ReduceOp op) {
+  check_tensor(tensor, CommOp::AllReduce, "");
+  const auto call = begin(CommOp::AllReduce, &tensor, tensor.numel(), 0, op);
+  do_all_reduce(tensor, op);
+}
+
+void Communicator::all_gather(const torch::Tensor& input, torch::Tensor& output) {
+  check_tensor(input, CommOp::AllGather, "input");
+  check_tensor(output, CommOp::AllGather, "output");
+  WB_ASSERT(output.numel() == input.numel() * size() && output.scalar_type() == input.scalar_type(),
+            "all_gather: output must hold {} x {} elements of the input's dtype, has {}", size(), input.numel(),
+            output.numel());
+  const auto call = begin(CommOp::AllGather, &input, input.numel(), 0, ReduceOp::Sum);
+  do_all_gather(input, output);
+}
+
+torch::Tensor Communicator::all_gather(const torch::Tensor& input) {
+  std::vector<int64_t> shape = {size()};
+  for (int64_t d : input.sizes()) shape.push_back(d);
+  torch::Tensor output = torch::empty(shape, input.options());
+  all_gather(input.contiguous(), output);
+  return output;
+}
+
+void Communicator::reduce_scatter(const torch::Tensor& input, torch::Tensor& output, ReduceOp op) {
+  check_tensor(input, CommOp::ReduceScatter, "input");
+  check_tensor(output, CommOp::ReduceScatter, "output");
+  WB_ASSERT(input.numel() == output.numel() * size() && output.scalar_type() == input.scalar_type(),
+            "reduce_scatter: input must hold {} x {} elements of the output's dtype, has {}", size(), output.numel(),
+            input.numel());
+  const auto call = begin(CommOp::ReduceScatter, &output, output.numel(), 0, op);
+  do_reduce_scatter(input, output, op);
+}
+
+void Communicator::send(const torch::Tensor& tensor, int peer) {
+  check_tensor(tensor, CommOp::Send, "");
+  WB_ASSERT(peer >= 0 && peer < size() && peer != rank(), "send: {} is not another rank (this is rank {} of {})",
+            peer, rank(), size());
+  const auto call = begin(CommOp::Send, &tensor, tensor.numel(), peer, ReduceOp::Sum);
+  do_send(tensor, peer);
+}
+
+void Communicator::recv(torch::Tensor& tensor, int peer) {
+  check_tensor(tensor, CommOp::Recv, "");
+  WB_ASSERT(peer >= 0 && peer < size() && peer != rank(), "recv: {} is not another rank (this is rank {} of {})",
+            peer, rank(), size());
+  const auto call = begin(CommOp::Recv, &tensor, tensor.numel(), peer, ReduceOp::Sum);
+  do_recv(tensor, peer);
+}
+
+void exit_distributed(int status, const LaunchEnv& env) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  if (status != 0 && env.distributed()) std::_Exit(status);
+  std::exit(status);
+}
+
+}  // namespace workbook

@@ -1,0 +1,177 @@
+// communicator_mpi.cpp — the MPI backend: CPU tensors over Open MPI (or any
+// MPI), and the start of MPI itself, which the NCCL backend uses too.
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "backends.hpp"
+#include "workbook/errors.hpp"
+
+namespace workbook {
+namespace detail {
+namespace {
+
+void finalize_at_exit() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+MPI_Datatype mpi_type(torch::ScalarType dtype) {
+  switch (dtype) {
+    case torch::kFloat32: return MPI_FLOAT;
+    case torch::kFloat64: return MPI_DOUBLE;
+    case torch::kInt32: return MPI_INT32_T;
+    case torch::kInt64: return MPI_INT64_T;
+    case torch::kUInt8: return MPI_UINT8_T;
+    default: throw InternalError(fmt::format("no MPI type for {}", c10::toString(dtype)));
+  }
+}
+
+// MPI counts are int: one call moves at most 2^31 - 1 elements.
+int mpi_count(int64_t elements) {
+  WB_ASSERT(elements <= std::numeric_limits<int>::max(), "{} elements in one MPI call: split it into parts below 2^31",
+            elements);
+  return static_cast<int>(elements);
+}
+
+}  // namespace
+
+void check_mpi(int code, const LaunchEnv& env, const char* call) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  throw CommunicationError(fmt::format("{}: {} failed: {}", env.label(), call, text));
+}
+
+void start_mpi(const LaunchEnv& env) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    // Note: SERIALIZED, not MULTIPLE: one thread at a time calls MPI (a
+    // communication thread in Chapter 4 takes turns with the main thread).
+    // The watchdog thread never calls MPI.
+    int provided = 0;
+    const int code = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+    WB_CHECK(code == MPI_SUCCESS, "{}: MPI_Init_thread failed (code {})", env.label(), code);
+    WB_CHECK(provided >= MPI_THREAD_SERIALIZED, "this MPI library does not support MPI_THREAD_SERIALIZED");
+    std::atexit(finalize_at_exit);
+  }
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  WB_CHECK(rank == env.rank && size == env.world_size,
+           "MPI says this is rank {} of {}, but {} says {}: {}", rank, size, env.launcher, env.label(),
+           env.world_size > size ? "the job asked for more processes than were started together. Start them with "
+                                   "srun or mpirun (a program started on its own is a job of one)"
+                                 : "the launcher's variables do not describe this job (were they set by hand?)");
+}
+
+std::vector<std::string> allgather_bytes(MPI_Comm channel, const std::string& bytes, const LaunchEnv& env) {
+  std::string all(bytes.size() * static_cast<size_t>(env.world_size), '\0');
+  check_mpi(MPI_Allgather(bytes.data(), mpi_count(static_cast<int64_t>(bytes.size())), MPI_CHAR, all.data(),
+                          mpi_count(static_cast<int64_t>(bytes.size())), MPI_CHAR, channel),
+            env, "MPI_Allgather (collective check)");
+  std::vector<std::string> parts;
+  for (int r = 0; r < env.world_size; ++r) parts.push_back(all.substr(static_cast<size_t>(r) * bytes.size(), bytes.size()));
+  return parts;
+}
+
+namespace {
+
+// Note: two MPI communicators, both duplicates of MPI_COMM_WORLD: `data_`
+// carries the tensors, `check_` the signatures of the collective check, so
+// that a check can never be matched with a data transfer. Duplicating is a
+// collective call: every rank creates its Communicators in the same order.
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator(const LaunchEnv& env, const CommunicatorOptions& options) : Communicator(env, options) {
+    check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &data_), env, "MPI_Comm_dup");
+    check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &check_), env, "MPI_Comm_dup");
+    // Errors come back as return codes (checked) instead of aborting the job.
+    MPI_Comm_set_errhandler(data_, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(check_, MPI_ERRORS_RETURN);
+  }
+  ~MpiCommunicator() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return;
+    MPI_Comm_free(&data_);
+    MPI_Comm_free(&check_);
+  }
+  Backend backend() const override { return Backend::Mpi; }
+  torch::Device device() const override { return torch::kCPU; }
+
+ protected:
+  void do_barrier() override { check(MPI_Barrier(data_), "MPI_Barrier"); }
+
+  void do_broadcast(torch::Tensor& tensor, int root) override {
+    check(MPI_Bcast(tensor.data_ptr(), mpi_count(tensor.numel()), mpi_type(tensor.scalar_type()), root, data_),
+          "MPI_Bcast");
+  }
+
+  void do_all_reduce(torch::Tensor& tensor, ReduceOp op) override {
+    check(MPI_Allreduce(MPI_IN_PLACE, tensor.data_ptr(), mpi_count(tensor.numel()), mpi_type(tensor.scalar_type()),
+                        MPI_SUM, data_),
+          "MPI_Allreduce");
+    if (op == ReduceOp::Average) tensor.div_(size());  // MPI has no average: sum, then divide
+  }
+
+  void do_all_gather(const torch::Tensor& input, torch::Tensor& output) override {
+    const MPI_Datatype type = mpi_type(input.scalar_type());
+    check(MPI_Allgather(input.data_ptr(), mpi_count(input.numel()), type, output.data_ptr(), mpi_count(input.numel()),
+                        type, data_),
+          "MPI_Allgather");
+  }
+
+  void do_reduce_scatter(const torch::Tensor& input, torch::Tensor& output, ReduceOp op) override {
+    check(MPI_Reduce_scatter_block(input.data_ptr(), output.data_ptr(), mpi_count(output.numel()),
+                                   mpi_type(output.scalar_type()), MPI_SUM, data_),
+          "MPI_Reduce_scatter_block");
+    if (op == ReduceOp::Average) output.div_(size());
+  }
+
+  void do_send(const torch::Tensor& tensor, int peer) override {
+    check(MPI_Send(tensor.data_ptr(), mpi_count(tensor.numel()), mpi_type(tensor.scalar_type()), peer, 0, data_),
+          "MPI_Send");
+  }
+
+  void do_recv(torch::Tensor& tensor, int peer) override {
+    MPI_Status status;
+    const MPI_Datatype type = mpi_type(tensor.scalar_type());
+    check(MPI_Recv(tensor.data_ptr(), mpi_count(tensor.numel()), type, peer, 0, data_, &status), "MPI_Recv");
+    int received = 0;
+    MPI_Get_count(&status, type, &received);
+    if (received != tensor.numel())
+      throw CommunicationError(fmt::format("{}: recv from rank {} expected {} elements and got {}: the send and the "
+                                           "recv must have the same count", launch_env().label(), peer,
+                                           tensor.numel(), received));
+  }
+
+  std::vector<std::string> exchange_signatures(const std::string& bytes) override {
+    return allgather_bytes(check_, bytes, launch_env());
+  }
+
+ private:
+  void check(int code, const char* call) { check_mpi(code, launch_env(), call); }
+  MPI_Comm data_ = MPI_COMM_NULL;
+  MPI_Comm check_ = MPI_COMM_NULL;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_mpi_communicator(const LaunchEnv& env, const CommunicatorOptions& options) {
+  start_mpi(env);
+  return std::make_unique<MpiCommunicator>(env, options);
+}
+
+}  // namespace detail
+
+std::unique_ptr<Communicator> make_communicator(Backend backend, const LaunchEnv& env,
+                                                const CommunicatorOptions& options) {
+  return backend == Backend::Mpi ? detail::make_mpi_communicator(env, options)
+                                 : detail::make_nccl_communicator(env, options);
+}
+
+}  // namespace workbook

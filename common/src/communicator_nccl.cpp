@@ -1,0 +1,187 @@
+// communicator_nccl.cpp — the NCCL backend: CUDA tensors, one GPU per rank
+// (chosen by local rank), bootstrapped over MPI. Compiled and linked wherever
+// the build found CUDA and NCCL, GPU or not; elsewhere make_communicator
+// explains that this build has no NCCL.
+#include <fmt/format.h>
+
+#include "backends.hpp"
+#include "workbook/errors.hpp"
+
+#ifdef WORKBOOK_WITH_NCCL
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <thread>
+#ifdef WORKBOOK_TORCH_CUDA
+#include <c10/cuda/CUDAStream.h>
+#endif
+#endif
+
+namespace workbook::detail {
+
+#ifdef WORKBOOK_WITH_NCCL
+namespace {
+
+void check_cuda(cudaError_t code, const LaunchEnv& env, const char* call) {
+  if (code != cudaSuccess)
+    throw CommunicationError(fmt::format("{}: {} failed: {}", env.label(), call, cudaGetErrorString(code)));
+}
+
+void check_nccl(ncclResult_t code, const LaunchEnv& env, const char* call) {
+  if (code != ncclSuccess)
+    throw CommunicationError(fmt::format("{}: {} failed: {}", env.label(), call, ncclGetErrorString(code)));
+}
+
+ncclDataType_t nccl_type(torch::ScalarType dtype) {
+  switch (dtype) {
+    case torch::kFloat32: return ncclFloat32;
+    case torch::kFloat64: return ncclFloat64;
+    case torch::kInt32: return ncclInt32;
+    case torch::kInt64: return ncclInt64;
+    case torch::kUInt8: return ncclUint8;
+    default: throw InternalError(fmt::format("no NCCL type for {}", c10::toString(dtype)));
+  }
+}
+
+ncclRedOp_t nccl_op(ReduceOp op) { return op == ReduceOp::Sum ? ncclSum : ncclAvg; }
+
+// Note: [NCCL and the host]
+// NCCL calls only enqueue work on a CUDA stream (LibTorch's current stream
+// for this GPU, so they are ordered with the kernels that produced the
+// tensors). The Communicator's contract is that a call returns complete, so
+// each call then waits for the stream, polling rather than blocking so that
+// an error a peer reports (ncclCommGetAsyncError) ends the wait; the watchdog
+// bounds it like any other call. Chapter 4 overlaps communication with
+// computation by issuing calls from another stream instead.
+class NcclCommunicator final : public Communicator {
+ public:
+  NcclCommunicator(const LaunchEnv& env, const CommunicatorOptions& options) : Communicator(env, options) {
+    int devices = 0;
+    const cudaError_t counted = cudaGetDeviceCount(&devices);
+    WB_CHECK(counted == cudaSuccess && devices > 0, "{}: the NCCL backend needs a GPU, and there is none ({})",
+             env.label(), counted == cudaSuccess ? "no CUDA device" : cudaGetErrorString(counted));
+    // One rank per GPU: local rank r uses GPU r. More ranks than GPUs on a
+    // node share them round-robin, which works but does not scale.
+    device_index_ = env.local_rank % devices;
+    check_cuda(cudaSetDevice(device_index_), env, "cudaSetDevice");
+    check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &check_), env, "MPI_Comm_dup");
+    MPI_Comm_set_errhandler(check_, MPI_ERRORS_RETURN);
+    // Rank 0 creates the id that names this NCCL communicator; MPI carries it to everyone.
+    ncclUniqueId id;
+    if (env.rank == 0) check_nccl(ncclGetUniqueId(&id), env, "ncclGetUniqueId");
+    check_mpi(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD), env, "MPI_Bcast (ncclUniqueId)");
+    {
+      watchdog::CallScope scope("ncclCommInitRank", options.timeout_s);
+      check_nccl(ncclCommInitRank(&comm_, env.world_size, id, env.rank), env, "ncclCommInitRank");
+    }
+    check_cuda(cudaMalloc(&barrier_word_, sizeof(float)), env, "cudaMalloc");
+  }
+  ~NcclCommunicator() override {
+    if (comm_ != nullptr) ncclCommDestroy(comm_);
+    if (barrier_word_ != nullptr) cudaFree(barrier_word_);
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Comm_free(&check_);
+  }
+  Backend backend() const override { return Backend::Nccl; }
+  torch::Device device() const override {
+    return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(device_index_));
+  }
+
+ protected:
+  void do_barrier() override {
+    // NCCL has no barrier: an all-reduce of one number that every rank must join.
+    check_nccl(ncclAllReduce(barrier_word_, barrier_word_, 1, ncclFloat32, ncclSum, comm_, stream()), launch_env(),
+               "ncclAllReduce (barrier)");
+    wait("barrier");
+  }
+  void do_broadcast(torch::Tensor& tensor, int root) override {
+    check_nccl(ncclBroadcast(tensor.data_ptr(), tensor.data_ptr(), static_cast<size_t>(tensor.numel()),
+                             nccl_type(tensor.scalar_type()), root, comm_, stream()),
+               launch_env(), "ncclBroadcast");
+    wait("ncclBroadcast");
+  }
+  void do_all_reduce(torch::Tensor& tensor, ReduceOp op) override {
+    check_nccl(ncclAllReduce(tensor.data_ptr(), tensor.data_ptr(), static_cast<size_t>(tensor.numel()),
+                             nccl_type(tensor.scalar_type()), nccl_op(op), comm_, stream()),
+               launch_env(), "ncclAllReduce");
+    wait("ncclAllReduce");
+  }
+  void do_all_gather(const torch::Tensor& input, torch::Tensor& output) override {
+    check_nccl(ncclAllGather(input.data_ptr(), output.data_ptr(), static_cast<size_t>(input.numel()),
+                             nccl_type(input.scalar_type()), comm_, stream()),
+               launch_env(), "ncclAllGather");
+    wait("ncclAllGather");
+  }
+  void do_reduce_scatter(const torch::Tensor& input, torch::Tensor& output, ReduceOp op) override {
+    check_nccl(ncclReduceScatter(input.data_ptr(), output.data_ptr(), static_cast<size_t>(output.numel()),
+                                 nccl_type(output.scalar_type()), nccl_op(op), comm_, stream()),
+               launch_env(), "ncclReduceScatter");
+    wait("ncclReduceScatter");
+  }
+  void do_send(const torch::Tensor& tensor, int peer) override {
+    check_nccl(ncclSend(tensor.data_ptr(), static_cast<size_t>(tensor.numel()), nccl_type(tensor.scalar_type()), peer,
+                        comm_, stream()),
+               launch_env(), "ncclSend");
+    wait("ncclSend");
+  }
+  void do_recv(torch::Tensor& tensor, int peer) override {
+    check_nccl(ncclRecv(tensor.data_ptr(), static_cast<size_t>(tensor.numel()), nccl_type(tensor.scalar_type()), peer,
+                        comm_, stream()),
+               launch_env(), "ncclRecv");
+    wait("ncclRecv");
+  }
+  std::vector<std::string> exchange_signatures(const std::string& bytes) override {
+    return allgather_bytes(check_, bytes, launch_env());
+  }
+
+ private:
+  cudaStream_t stream() const {
+#ifdef WORKBOOK_TORCH_CUDA
+    return c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device_index_)).stream();
+#else
+    return cudaStreamLegacy;  // a CPU LibTorch has no CUDA tensors; kept so that this file links
+#endif
+  }
+
+  void wait(const char* call) {
+    const cudaStream_t s = stream();
+    while (true) {
+      const cudaError_t state = cudaStreamQuery(s);
+      if (state == cudaSuccess) return;
+      if (state != cudaErrorNotReady) check_cuda(state, launch_env(), call);
+      ncclResult_t async = ncclSuccess;
+      check_nccl(ncclCommGetAsyncError(comm_, &async), launch_env(), "ncclCommGetAsyncError");
+      if (async != ncclSuccess) {
+        ncclCommAbort(comm_);
+        comm_ = nullptr;
+        check_nccl(async, launch_env(), call);
+      }
+      std::this_thread::yield();
+    }
+  }
+
+  int device_index_ = 0;
+  ncclComm_t comm_ = nullptr;
+  MPI_Comm check_ = MPI_COMM_NULL;
+  void* barrier_word_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_nccl_communicator(const LaunchEnv& env, const CommunicatorOptions& options) {
+  start_mpi(env);
+  return std::make_unique<NcclCommunicator>(env, options);
+}
+
+#else
+
+std::unique_ptr<Communicator> make_nccl_communicator(const LaunchEnv& env, const CommunicatorOptions&) {
+  throw UserError(fmt::format("{}: this build has no NCCL (the CUDA toolkit and NCCL were not found when it was "
+                              "configured): use --device cpu, or build with the cuda preset",
+                              env.label()));
+}
+
+#endif
+
+}  // namespace workbook::detail

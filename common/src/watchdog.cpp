@@ -1,0 +1,171 @@
+// watchdog.cpp — the thread that ends a process stuck in a call (watchdog.hpp).
+#include "workbook/watchdog.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+namespace workbook::watchdog {
+namespace {
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+struct State {
+  std::mutex mutex;
+  std::string label = "process " + std::to_string(getpid());
+  bool in_call = false;
+  std::string call;              // the call in progress, or the last one
+  double call_deadline = 0.0;    // 0: no limit
+  double call_timeout = 0.0;
+  bool armed = false;
+  std::string armed_what;
+  double armed_deadline = 0.0, armed_limit = 0.0;
+  std::function<void(const std::string&)> before_exit;
+  bool thread_started = false;
+};
+
+// Never destroyed: the watchdog thread may look at it while the process exits.
+State& state() {
+  static State* s = new State;
+  return *s;
+}
+
+// What the signal handler writes: kept formatted, because a handler may not
+// allocate or format (it may only call async-signal-safe functions like write).
+char g_signal_text[1024] = "stopped by a signal\n";
+
+void update_signal_text(const State& s) {
+  std::string text = s.in_call ? fmt::format("{}: stopped by a signal while in {} (another rank failed or died, "
+                                             "or the job was cancelled)\n", s.label, s.call)
+                               : fmt::format("{}: stopped by a signal{}\n", s.label,
+                                             s.call.empty() ? "" : "; the last call it made, " + s.call + ", had returned");
+  text.resize(std::min(text.size(), sizeof g_signal_text - 1));
+  std::memcpy(g_signal_text, text.c_str(), text.size() + 1);
+}
+
+extern "C" void on_signal(int signal_number) {
+  const ssize_t ignored = write(STDERR_FILENO, g_signal_text, std::strlen(g_signal_text));
+  (void)ignored;
+  _exit(128 + signal_number);
+}
+
+[[noreturn]] void end_process(const std::string& message) {
+  std::function<void(const std::string&)> hook;
+  {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    hook = state().before_exit;
+  }
+  fmt::print(stderr, "{}\n", message);
+  std::fflush(stderr);
+  if (hook) hook(message);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  _exit(124);
+}
+
+void watch() {
+  while (true) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::string message;
+    {
+      State& s = state();
+      std::lock_guard<std::mutex> lock(s.mutex);
+      const double t = now();
+      if (s.in_call && s.call_deadline > 0 && t > s.call_deadline)
+        message = fmt::format("{}: {} did not return in {:.0f} s: another rank died, is stuck, or called a different "
+                              "collective (or the same one with another count). Ending this process.",
+                              s.label, s.call, s.call_timeout);
+      else if (s.armed && t > s.armed_deadline)
+        message = fmt::format("{}: {} ran past its {:.0f} s limit; {}. Ending this process.", s.label, s.armed_what,
+                              s.armed_limit,
+                              s.call.empty() ? "it made no collective call"
+                                             : fmt::format("the last call it entered: {}{}", s.call,
+                                                           s.in_call ? " (still waiting in it)" : " (returned)"));
+    }
+    if (!message.empty()) end_process(message);
+  }
+}
+
+void start_thread_locked(State& s) {
+  if (s.thread_started) return;
+  s.thread_started = true;
+  std::thread(watch).detach();
+}
+
+}  // namespace
+
+void set_process_label(const std::string& label) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.label = label;
+  update_signal_text(s);
+}
+
+CallScope::CallScope(std::string what, double timeout_s) {
+  install_signal_handlers();
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  start_thread_locked(s);
+  s.in_call = true;
+  s.call = std::move(what);
+  s.call_timeout = timeout_s;
+  s.call_deadline = timeout_s > 0 ? now() + timeout_s : 0.0;
+  update_signal_text(s);
+}
+
+CallScope::~CallScope() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.in_call = false;
+  update_signal_text(s);
+}
+
+std::string last_call() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.call.empty()) return "none";
+  return s.call + (s.in_call ? " (in progress)" : " (returned)");
+}
+
+void arm(const std::string& what, double seconds) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  start_thread_locked(s);
+  s.armed = seconds > 0;
+  s.armed_what = what;
+  s.armed_limit = seconds;
+  s.armed_deadline = now() + seconds;
+}
+
+void disarm() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.armed = false;
+}
+
+void set_before_exit(std::function<void(const std::string&)> hook) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.before_exit = std::move(hook);
+}
+
+void install_signal_handlers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction action {};
+    action.sa_handler = on_signal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGTERM, &action, nullptr);
+    sigaction(SIGINT, &action, nullptr);
+  });
+}
+
+}  // namespace workbook::watchdog

@@ -1,0 +1,129 @@
+// ddp.hpp — Chapter 3's API: a hand-written DistributedDataParallel, one
+// process per rank, over the Communicator (workbook/communicator.hpp).
+//
+//   rank 0                 rank 1                 ...  rank N-1
+//   model (seed 0)         model (seed 1)              model (seed N-1)
+//      │   ex3.1 broadcast_model: everyone gets rank 0's weights and buffers
+//   shard 0 of the data    shard 1                     shard N-1     ex3.2 DistributedSampler
+//   forward, backward      forward, backward           forward, backward
+//      └───────── ex3.3 all_reduce_gradients: one all-reduce, the mean ─────────┘
+//   optimizer step         optimizer step              optimizer step  (identical: same grads)
+//   ex3.4 ddp_train_step is one such step; ex3.5 evaluate_distributed counts
+//   every test sample once; ex3.6 checkpoints are written by rank 0, atomically.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+
+#include <torch/torch.h>
+
+#include "workbook/communicator.hpp"
+#include "workbook/models.hpp"
+
+namespace ch03 {
+
+// ---- ex3.1: one model on every rank --------------------------------------------
+
+// Every parameter and buffer (BatchNorm's running statistics) of `model` on
+// every rank becomes `root`'s. Collective: every rank calls it. In place
+// (the optimizer keeps pointing at the same tensors), without recording
+// autograd history.
+void broadcast_model(torch::nn::Module& model, workbook::Communicator& comm, int root = 0);
+
+// ---- ex3.2: a shard of the data per rank ---------------------------------------
+
+// As PyTorch's torch.utils.data.DistributedSampler defines it:
+//  * The epoch's order: a permutation of 0..dataset_size-1 from a generator
+//    seeded with seed + epoch (shuffle), or 0, 1, 2, ... (no shuffle). Every
+//    rank computes the same order without communicating.
+//  * Without drop_last, the order is padded by repeating it from the start
+//    until its length is a multiple of num_replicas (some samples twice);
+//    with drop_last, the tail that does not fill a round is cut off.
+//  * Rank r takes positions r, r + num_replicas, r + 2 num_replicas, ...
+class DistributedSampler {
+ public:
+  DistributedSampler(int64_t dataset_size, int num_replicas, int rank, bool shuffle = true, uint64_t seed = 0,
+                     bool drop_last = false);
+  // Another epoch, another order (the same on every rank): call before each epoch.
+  void set_epoch(int64_t epoch) { epoch_ = epoch; }
+  int64_t epoch() const { return epoch_; }
+  // Samples this rank gets each epoch: ceil(N / R), or floor(N / R) with drop_last.
+  int64_t num_samples() const;
+  int64_t total_size() const { return num_samples() * num_replicas_; }  // over all ranks
+  // This rank's sample indices for the current epoch: int64 [num_samples()].
+  torch::Tensor indices() const;
+
+ private:
+  int64_t dataset_size_;
+  int num_replicas_;
+  int rank_;
+  bool shuffle_;
+  uint64_t seed_;
+  bool drop_last_;
+  int64_t epoch_ = 0;
+};
+
+// ---- ex3.3: averaging gradients ------------------------------------------------
+
+// The gradients of every parameter that requires one, averaged over ranks with
+// ONE all-reduce of a flat buffer: copied in, reduced, copied back. A
+// parameter that requires a gradient but got none this step counts as zeros
+// (so that every rank's buffer has the same layout); frozen parameters
+// (requires_grad false) are left alone.
+void all_reduce_gradients(torch::nn::Module& model, workbook::Communicator& comm);
+
+// The same, with one all-reduce per parameter (given: the lesson measures both).
+void all_reduce_gradients_per_parameter(torch::nn::Module& model, workbook::Communicator& comm);
+
+// ---- ex3.4: the DDP train step -------------------------------------------------
+
+struct Batch {
+  torch::Tensor images;  // [B, 1, 28, 28]: this rank's part of the global batch
+  torch::Tensor labels;  // [B] int64
+};
+
+// The samples `indices[first .. first + count)` of a dataset, as a batch (given).
+Batch gather_batch(const torch::Tensor& images, const torch::Tensor& labels, const torch::Tensor& indices,
+                   int64_t first, int64_t count);
+
+// One data-parallel step: zero the gradients, forward this rank's batch, mean
+// cross-entropy, backward, average the gradients over ranks (ex3.3), step.
+// Every rank's batch has the same size, so the mean of the ranks' means is the
+// mean over the global batch: the step equals one single-process step on the
+// global batch. Returns this rank's loss, detached (no extra communication).
+torch::Tensor ddp_train_step(workbook::Classifier& model, torch::optim::Optimizer& optimizer,
+                             const Batch& local_batch, workbook::Communicator& comm);
+
+// ---- ex3.5: exact distributed evaluation ---------------------------------------
+
+struct EvalResult {
+  int64_t correct = 0;     // over the whole set, every sample counted once
+  int64_t total = 0;       // = the number of samples in the set
+  double mean_loss = 0.0;  // cross-entropy summed over all samples / total
+  double accuracy() const { return total == 0 ? 0.0 : static_cast<double>(correct) / static_cast<double>(total); }
+};
+
+// Evaluates `model` (eval mode, no autograd; its mode restored afterwards)
+// on the whole of images/labels, each rank on its own samples — rank r
+// takes r, r + R, r + 2R, ... with no padding, so no sample is counted twice
+// — in batches of `batch_size`, then sums the counts over ranks. Every rank
+// returns the same result. A rank with no samples still joins the sums.
+EvalResult evaluate_distributed(workbook::Classifier& model, const torch::Tensor& images, const torch::Tensor& labels,
+                                int64_t batch_size, workbook::Communicator& comm);
+
+// ---- ex3.6: checkpoints --------------------------------------------------------
+
+// Rank 0 writes model (parameters and buffers), optimizer state and
+// `epochs_done` to `path` atomically: to a temporary file in the same
+// directory, then renamed over `path`, so a crash leaves the old checkpoint
+// or the new one, never half of one. Collective: when it returns on any rank,
+// the file is complete and any rank may read it.
+void save_checkpoint(const std::filesystem::path& path, torch::nn::Module& model, torch::optim::Optimizer& optimizer,
+                     int64_t epochs_done, workbook::Communicator& comm);
+
+// Reads a checkpoint written by save_checkpoint into `model` and `optimizer`
+// (same architecture, same optimizer type); returns its epochs_done. A missing
+// or unreadable file is a UserError naming it. Not collective.
+int64_t load_checkpoint(const std::filesystem::path& path, torch::nn::Module& model,
+                        torch::optim::Optimizer& optimizer);
+
+}  // namespace ch03

@@ -1,0 +1,148 @@
+// main_bench.cpp — ch03_bench: what does averaging the gradients cost, and
+// does one flat all-reduce beat one per parameter?
+//
+//   mpirun -n 2 ch03_bench [--batch 100] [--steps 20] [--rounds 5] [--threads N] [--json FILE]
+//
+// FashionCNN, Adam, random data, batch / ranks samples per rank. Measured in
+// rounds, the variants interleaved within each round (medians reported):
+//   step, all-reduce every step      this build's ch03::all_reduce_gradients (flat)
+//   step, per-parameter every step   the given all_reduce_gradients_per_parameter
+//   step, all-reduce every 1000      the same steps, communicating once per 1000
+//                                    (never, at this length): the compute alone
+// comm_share = 1 - (every 1000) / (every step): the share of a step spent
+// communicating, measured as Determined measures it (aggregation frequency).
+// Then the gradient all-reduce alone, flat and per parameter: ms per call.
+#include <fmt/format.h>
+
+#include "ddp.hpp"
+#include "workbook/device.hpp"
+#include "workbook/errors.hpp"
+#include "workbook/results.hpp"
+#include "workbook/statistics.hpp"
+#include "workbook/timing.hpp"
+#include "workbook/train_flags.hpp"
+
+namespace {
+
+using workbook::median;
+
+enum class Averaging { Flat, PerParameter, Every1000 };
+
+int bench(const workbook::LaunchEnv& env, int argc, char** argv) {
+  CLI::App app{"Chapter 3: the cost of averaging gradients (flat vs per parameter, and its share of a step)",
+               "ch03_bench"};
+  workbook::TrainFlags flags;
+  workbook::add_train_flags(app, flags);
+  workbook::CommunicatorOptions comm_options = workbook::CommunicatorOptions::from_environment();
+  workbook::add_distributed_flags(app, comm_options);
+  int steps = 20, rounds = 5;
+  app.add_option("--steps", steps, "timed steps per variant and round")->check(CLI::PositiveNumber);
+  app.add_option("--rounds", rounds, "rounds; each runs every variant once")->check(CLI::PositiveNumber);
+  flags.threads = workbook::default_threads_per_rank(env);
+  workbook::parse_train_flags(app, flags, argc, argv);
+  WB_CHECK(flags.batch % env.world_size == 0, "--batch {} must divide evenly among the {} ranks", flags.batch,
+           env.world_size);
+  const torch::Device requested = workbook::parse_device(flags.device);
+  auto comm = workbook::make_communicator(workbook::backend_for(requested), env, comm_options);
+  const torch::Device device = comm->device();
+  const int64_t local_batch = flags.batch / env.world_size;
+  const bool leader = comm->rank() == 0;
+
+  torch::manual_seed(flags.seed);
+  auto model = std::make_shared<workbook::FashionCNN>();
+  model->to(device);
+  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(flags.lr));
+  const torch::Tensor images = torch::rand({local_batch, 1, 28, 28}, torch::TensorOptions().device(device));
+  const torch::Tensor labels = torch::randint(0, 10, {local_batch}, torch::TensorOptions().dtype(torch::kInt64).device(device));
+
+  int64_t global_step = 0;
+  auto step = [&](Averaging averaging) {
+    optimizer.zero_grad();
+    torch::nn::functional::cross_entropy(model->forward(images), labels).backward();
+    ++global_step;
+    if (averaging == Averaging::Flat) ch03::all_reduce_gradients(*model, *comm);
+    if (averaging == Averaging::PerParameter) ch03::all_reduce_gradients_per_parameter(*model, *comm);
+    if (averaging == Averaging::Every1000 && global_step % 1000 == 0) ch03::all_reduce_gradients(*model, *comm);
+    optimizer.step();
+  };
+  // Milliseconds per step over `steps` steps. The clock is read after a
+  // barrier, so every rank times the same interval.
+  auto time_steps = [&](Averaging averaging) {
+    comm->barrier();
+    workbook::Stopwatch clock(device);
+    clock.start();
+    for (int i = 0; i < steps; ++i) step(averaging);
+    comm->barrier();
+    return 1000.0 * clock.stop() / steps;
+  };
+  for (int i = 0; i < 5; ++i) step(Averaging::Flat);  // warm-up: first-call allocations
+
+  const Averaging variants[] = {Averaging::Flat, Averaging::PerParameter, Averaging::Every1000};
+  std::map<Averaging, std::vector<double>> step_ms;
+  std::vector<double> flat_ms, per_parameter_ms;
+  for (int round = 0; round < rounds; ++round) {
+    for (Averaging v : variants) step_ms[v].push_back(time_steps(v));
+    // The gradient all-reduce alone (the gradients hold the last step's values).
+    for (int flat = 1; flat >= 0; --flat) {
+      comm->barrier();
+      workbook::Stopwatch clock(device);
+      clock.start();
+      for (int i = 0; i < steps; ++i) {
+        if (flat) ch03::all_reduce_gradients(*model, *comm);
+        else ch03::all_reduce_gradients_per_parameter(*model, *comm);
+      }
+      (flat ? flat_ms : per_parameter_ms).push_back(1000.0 * clock.stop() / steps);
+    }
+  }
+
+  const double every_step = median(step_ms[Averaging::Flat]);
+  const double compute_only = median(step_ms[Averaging::Every1000]);
+  const double per_parameter_step = median(step_ms[Averaging::PerParameter]);
+  const double comm_share = 1.0 - compute_only / every_step;
+  const double per_parameter_share = 1.0 - compute_only / per_parameter_step;
+  int64_t gradient_elements = 0, gradient_tensors = 0;
+  for (const auto& p : model->parameters()) {
+    gradient_elements += p.numel();
+    ++gradient_tensors;
+  }
+
+  workbook::JsonLines json(leader ? flags.json : std::nullopt);
+  auto row = [&](const std::string& measure, const std::string& impl, double ms, std::optional<double> share) {
+    nlohmann::json r = {{"type", "row"}, {"measure", measure}, {"ranks", env.world_size}, {"batch", local_batch},
+                        {"impl", impl}, {"ms", ms}};
+    if (share) r["comm_share"] = *share;
+    json.write(r);
+  };
+  row("step", "self", every_step, comm_share);
+  row("step", "per-parameter", per_parameter_step, per_parameter_share);
+  row("step", "every-1000", compute_only, std::nullopt);
+  row("allreduce", "self", median(flat_ms), std::nullopt);
+  row("allreduce", "per-parameter", median(per_parameter_ms), std::nullopt);
+
+  if (leader) {
+    fmt::print("ch03_bench: FashionCNN, {} rank(s), {} samples per rank, {} thread(s) per rank; gradients: {} "
+               "tensors, {} elements ({:.1f} MiB); {} rounds of {} steps, medians\n\n",
+               env.world_size, local_batch, flags.threads, gradient_tensors, gradient_elements,
+               static_cast<double>(gradient_elements) * 4 / (1 << 20), rounds, steps);
+    workbook::Table table({{"measure", 34}, {"ms", 9}, {"comm_share", 10}});
+    fmt::print("{}\n", table.header());
+    fmt::print("{}\n", table.row({"step, all-reduce every step (flat)", fmt::format("{:.2f}", every_step),
+                                  fmt::format("{:.3f}", comm_share)}));
+    fmt::print("{}\n", table.row({"step, per-parameter every step", fmt::format("{:.2f}", per_parameter_step),
+                                  fmt::format("{:.3f}", per_parameter_share)}));
+    fmt::print("{}\n", table.row({"step, all-reduce every 1000 steps", fmt::format("{:.2f}", compute_only), "-"}));
+    fmt::print("{}\n", table.row({"gradient all-reduce, flat", fmt::format("{:.2f}", median(flat_ms)), "-"}));
+    fmt::print("{}\n", table.row({"gradient all-reduce, per parameter", fmt::format("{:.2f}", median(per_parameter_ms)), "-"}));
+  }
+  json.write({{"type", "result"}, {"chapter", "ch03"}, {"config", "bench"}, {"device", device.str()},
+              {"ranks", env.world_size}, {"epochs", 0}, {"test_accuracy", 0.0}, {"samples_per_s",
+              every_step > 0 ? 1000.0 * static_cast<double>(flags.batch) / every_step : 0.0}, {"epoch_s", 0.0},
+              {"peak_mem_bytes", 0}, {"comm_share", comm_share}});
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return workbook::run_distributed_main([&](const workbook::LaunchEnv& env) { return bench(env, argc, argv); });
+}

@@ -1,0 +1,70 @@
+// Tests for ex3.3: all_reduce_gradients averages exactly, in one all-reduce.
+#include <catch2/catch.hpp>
+
+#include "ddp.hpp"
+#include "mpi_test.hpp"
+
+namespace {
+
+// A model with parameters of several shapes: two layers and a frozen one.
+struct ThreeLayers : torch::nn::Module {
+  ThreeLayers() {
+    a = register_module("a", torch::nn::Linear(5, 3));
+    frozen = register_module("frozen", torch::nn::Linear(3, 3));
+    b = register_module("b", torch::nn::Linear(3, 2));
+    for (auto& p : frozen->parameters()) p.set_requires_grad(false);
+  }
+  torch::nn::Linear a{nullptr}, frozen{nullptr}, b{nullptr};
+};
+
+// Exact gradients: on rank r, parameter k's gradient is (r + 1) * (k + 1) * [1, 2, 3, ...].
+// Their mean over R ranks is (R + 1) / 2 * (k + 1) * [1, 2, ...]: exact in float32.
+torch::Tensor rank_gradient(const torch::Tensor& p, int rank, int k) {
+  return (torch::arange(1, p.numel() + 1, torch::kFloat32) * static_cast<float>((rank + 1) * (k + 1))).view_as(p);
+}
+
+}  // namespace
+
+TEST_CASE("ex3.3 all_reduce_gradients leaves every rank with the mean gradient", "[ex3.3][np3]") {
+  auto comm = mpi_test::communicator();
+  ThreeLayers model;
+  const std::vector<torch::Tensor> params = model.parameters();
+  for (size_t k = 0; k < params.size(); ++k)
+    if (params[k].requires_grad()) params[k].mutable_grad() = rank_gradient(params[k], comm->rank(), static_cast<int>(k));
+  ch03::all_reduce_gradients(model, *comm);
+  const float mean_factor = static_cast<float>(comm->size() + 1) / 2.0f;
+  for (size_t k = 0; k < params.size(); ++k) {
+    CAPTURE(k);
+    if (!params[k].requires_grad()) {
+      INFO("a frozen parameter (requires_grad false) has no gradient and must keep none");
+      REQUIRE_FALSE(params[k].grad().defined());
+      continue;
+    }
+    const torch::Tensor expected = rank_gradient(params[k], 0, static_cast<int>(k)) * mean_factor;
+    INFO("parameter " << k << "'s gradient must be the mean over ranks (sum / ranks), exactly");
+    REQUIRE(mpi_test::all_ranks(torch::equal(params[k].grad(), expected)));
+  }
+  INFO("one flat buffer, one all-reduce: not one call per parameter");
+  REQUIRE(comm->stats().count(workbook::CommOp::AllReduce) == 1);
+  REQUIRE(comm->stats().collectives() == 1);
+  int64_t trainable = 0;
+  for (const auto& p : params)
+    if (p.requires_grad()) trainable += p.numel();
+  REQUIRE(comm->stats().elements[static_cast<int>(workbook::CommOp::AllReduce)] == trainable);
+}
+
+TEST_CASE("ex3.3 a parameter without a gradient counts as zeros on that rank", "[ex3.3]") {
+  auto comm = mpi_test::communicator();
+  ThreeLayers model;
+  // Rank 0's layer `b` got no gradient this step; every other rank's did.
+  for (auto& p : model.a->parameters()) p.mutable_grad() = torch::ones_like(p);
+  if (comm->rank() != 0)
+    for (auto& p : model.b->parameters()) p.mutable_grad() = torch::full_like(p, static_cast<double>(comm->size()));
+  ch03::all_reduce_gradients(model, *comm);
+  const double expected_b = comm->size() == 1 ? 0.0 : static_cast<double>(comm->size() - 1);  // (R-1) * R / R
+  for (auto& p : model.b->parameters()) {
+    REQUIRE(p.grad().defined());
+    REQUIRE(mpi_test::all_ranks(torch::equal(p.grad(), torch::full_like(p, expected_b))));
+  }
+  for (auto& p : model.a->parameters()) REQUIRE(torch::equal(p.grad(), torch::ones_like(p)));
+}

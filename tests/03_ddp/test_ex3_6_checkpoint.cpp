@@ -1,0 +1,166 @@
+// Tests for ex3.6: checkpoints written by rank 0, atomically, visible to
+// every rank when save returns; resuming gives bit-identical weights.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "ddp.hpp"
+#include "mpi_test.hpp"
+#include "workbook/errors.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A directory every rank agrees on (named by rank 0's process id), removed at the end.
+struct SharedDirectory {
+  fs::path path;
+  workbook::Communicator& comm;
+  explicit SharedDirectory(workbook::Communicator& c) : comm(c) {
+    torch::Tensor id = torch::full({1}, static_cast<int64_t>(getpid()), torch::kInt64);
+    comm.broadcast(id, 0);
+    path = fs::temp_directory_path() / ("workbook-ch03-test-" + std::to_string(id.item<int64_t>()));
+    if (comm.rank() == 0) fs::create_directories(path);
+    comm.barrier();
+  }
+  ~SharedDirectory() {
+    try {  // a destructor must not throw, even when a failed test left the ranks apart
+      comm.barrier();
+    } catch (const std::exception&) {
+    }
+    if (comm.rank() == 0) fs::remove_all(path);
+  }
+};
+
+std::vector<std::pair<torch::Tensor, torch::Tensor>> some_batches(int count) {
+  torch::manual_seed(31);
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> batches;
+  for (int i = 0; i < count; ++i) batches.emplace_back(torch::rand({8, 1, 28, 28}), torch::randint(0, 10, {8}, torch::kInt64));
+  return batches;
+}
+
+void train(workbook::Classifier& model, torch::optim::Optimizer& optimizer,
+           const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches, size_t from, size_t to) {
+  for (size_t i = from; i < to; ++i) {
+    optimizer.zero_grad();
+    torch::nn::functional::cross_entropy(model.forward(batches[i].first), batches[i].second).backward();
+    optimizer.step();
+  }
+}
+
+bool same_state(torch::nn::Module& a, torch::nn::Module& b) {
+  auto pa = a.parameters(), pb = b.parameters();
+  auto ba = a.buffers(), bb = b.buffers();
+  for (size_t i = 0; i < pa.size(); ++i)
+    if (!torch::equal(pa[i], pb[i])) return false;
+  for (size_t i = 0; i < ba.size(); ++i)
+    if (!torch::equal(ba[i], bb[i])) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("ex3.6 resuming from a checkpoint gives bit-identical weights", "[ex3.6]") {
+  auto comm = mpi_test::communicator();
+  SharedDirectory dir(*comm);
+  const fs::path file = dir.path / "checkpoint.pt";
+  const auto batches = some_batches(6);
+
+  // Uninterrupted: 6 Adam steps.
+  torch::manual_seed(1);
+  auto straight = std::make_shared<workbook::TinyNet>(16, 0.0, true);
+  torch::optim::Adam straight_optimizer(straight->parameters(), torch::optim::AdamOptions(1e-2));
+  train(*straight, straight_optimizer, batches, 0, 6);
+
+  // Interrupted: 3 steps, a checkpoint, then a new process (here: new objects,
+  // differently initialized) that loads it and takes the other 3.
+  torch::manual_seed(1);
+  auto first = std::make_shared<workbook::TinyNet>(16, 0.0, true);
+  torch::optim::Adam first_optimizer(first->parameters(), torch::optim::AdamOptions(1e-2));
+  train(*first, first_optimizer, batches, 0, 3);
+  ch03::save_checkpoint(file, *first, first_optimizer, /*epochs_done=*/3, *comm);
+
+  torch::manual_seed(12345);
+  auto resumed = std::make_shared<workbook::TinyNet>(16, 0.0, true);
+  torch::optim::Adam resumed_optimizer(resumed->parameters(), torch::optim::AdamOptions(1e-2));
+  REQUIRE(ch03::load_checkpoint(file, *resumed, resumed_optimizer) == 3);
+  INFO("after loading, the model (parameters and BatchNorm buffers) equals the one saved");
+  REQUIRE(same_state(*resumed, *first));
+  train(*resumed, resumed_optimizer, batches, 3, 6);
+  INFO("the resumed run must end bit-identical to the uninterrupted one: save Adam's state (its moments and step "
+       "count) with the model, not the model alone");
+  REQUIRE(same_state(*resumed, *straight));
+}
+
+TEST_CASE("ex3.6 rank 0 writes; every rank can read the file as soon as save returns", "[ex3.6][np3]") {
+  auto comm = mpi_test::communicator();
+  SharedDirectory dir(*comm);
+  const fs::path file = dir.path / "visible.pt";
+  // A large model takes rank 0 a while to write: a rank that does not wait
+  // for it would look for the file too early.
+  torch::manual_seed(2);
+  auto model = std::make_shared<workbook::FashionCNN>();
+  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(1e-3));
+  ch03::save_checkpoint(file, *model, optimizer, 1, *comm);
+  const bool visible = fs::exists(file);
+  INFO("save_checkpoint must not return on any rank before rank 0's file is complete (a barrier after the write)");
+  REQUIRE(mpi_test::all_ranks(visible));
+  auto copy = std::make_shared<workbook::FashionCNN>();
+  torch::optim::Adam copy_optimizer(copy->parameters(), torch::optim::AdamOptions(1e-3));
+  REQUIRE(ch03::load_checkpoint(file, *copy, copy_optimizer) == 1);
+  REQUIRE(mpi_test::all_ranks(same_state(*copy, *model)));
+  INFO("only the checkpoint is left in the directory (no temporary files)");
+  int64_t entries = std::distance(fs::directory_iterator(dir.path), fs::directory_iterator{});
+  REQUIRE(entries == 1);
+}
+
+TEST_CASE("ex3.6 a new checkpoint replaces the old file, it does not overwrite it in place", "[ex3.6]") {
+  auto comm = mpi_test::communicator();
+  SharedDirectory dir(*comm);
+  const fs::path file = dir.path / "replaced.pt";
+  const fs::path old_link = dir.path / "old-inode.pt";
+  torch::manual_seed(3);
+  auto model = std::make_shared<workbook::TinyNet>(16);
+  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.1));
+  ch03::save_checkpoint(file, *model, optimizer, 1, *comm);
+  std::string old_bytes;
+  if (comm->rank() == 0) {
+    // A second name for the old file's inode. Writing the new checkpoint into
+    // the same inode (in place) would change what this name shows; writing a
+    // new file and renaming it over the old name leaves it untouched.
+    fs::create_hard_link(file, old_link);
+    std::ifstream in(old_link, std::ios::binary);
+    old_bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  comm->barrier();
+  train(*model, optimizer, some_batches(1), 0, 1);
+  ch03::save_checkpoint(file, *model, optimizer, 2, *comm);
+  if (comm->rank() == 0) {
+    std::ifstream in(old_link, std::ios::binary);
+    const std::string still(std::istreambuf_iterator<char>(in), {});
+    INFO("write to a temporary file and rename it over the checkpoint: a crash mid-write must leave the old one whole");
+    REQUIRE(still == old_bytes);
+    struct stat a {}, b {};
+    stat(file.c_str(), &a);
+    stat(old_link.c_str(), &b);
+    REQUIRE(a.st_ino != b.st_ino);
+  }
+  auto loaded = std::make_shared<workbook::TinyNet>(16);
+  torch::optim::SGD loaded_optimizer(loaded->parameters(), torch::optim::SGDOptions(0.1));
+  REQUIRE(ch03::load_checkpoint(file, *loaded, loaded_optimizer) == 2);
+}
+
+TEST_CASE("ex3.6 a missing or corrupt checkpoint is a clear error", "[ex3.6]") {
+  auto comm = mpi_test::communicator();
+  SharedDirectory dir(*comm);
+  auto model = std::make_shared<workbook::TinyNet>(16);
+  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.1));
+  REQUIRE_THROWS_AS(ch03::load_checkpoint(dir.path / "none.pt", *model, optimizer), workbook::UserError);
+  const fs::path junk = dir.path / ("junk-" + std::to_string(comm->rank()) + ".pt");
+  std::ofstream(junk) << "not a checkpoint";
+  REQUIRE_THROWS_AS(ch03::load_checkpoint(junk, *model, optimizer), workbook::UserError);
+}

@@ -1,0 +1,144 @@
+// The Communicator's operations on exact data: integer-valued floats, whose
+// sums are exact in any order, so every result is compared for equality.
+// Run at 2 ranks, and at 1 and 3 ([np1], [np3]).
+#include <catch2/catch.hpp>
+
+#include "mpi_test.hpp"
+#include "workbook/errors.hpp"
+
+using workbook::ReduceOp;
+
+namespace {
+
+// Element counts: none, one, fewer than the ranks, not divisible by them, large.
+const int64_t kCounts[] = {0, 1, 2, 7, 1000003};
+
+torch::Tensor exact_values(int64_t count, int64_t scale, torch::ScalarType dtype) {
+  // 0, 1, ..., wrapping at 1000 so that sums stay exact in float32 and small in uint8.
+  const int64_t wrap = dtype == torch::kUInt8 ? 50 : 1000;
+  return (torch::arange(count, torch::kInt64).remainder(wrap) * scale).to(dtype);
+}
+
+}  // namespace
+
+TEST_CASE("barrier returns on every rank and is counted", "[communicator][np1][np3]") {
+  auto comm = mpi_test::communicator();
+  comm->barrier();
+  comm->barrier();
+  REQUIRE(comm->stats().count(workbook::CommOp::Barrier) == 2);
+  REQUIRE(comm->stats().collectives() == 2);
+}
+
+TEST_CASE("broadcast gives every rank the root's tensor", "[communicator][np1][np3]") {
+  auto comm = mpi_test::communicator();
+  for (torch::ScalarType dtype : {torch::kFloat32, torch::kFloat64, torch::kInt32, torch::kInt64, torch::kUInt8})
+    for (int64_t count : kCounts)
+      for (int root = 0; root < comm->size(); ++root) {
+        CAPTURE(c10::toString(dtype), count, root);
+        torch::Tensor tensor = exact_values(count, comm->rank() + 1, dtype);
+        comm->broadcast(tensor, root);
+        REQUIRE(torch::equal(tensor, exact_values(count, root + 1, dtype)));
+      }
+}
+
+TEST_CASE("all_reduce sums and averages exactly", "[communicator][np1][np3]") {
+  auto comm = mpi_test::communicator();
+  const int64_t n = comm->size();
+  for (torch::ScalarType dtype : {torch::kFloat32, torch::kFloat64, torch::kInt64, torch::kInt32})
+    for (int64_t count : kCounts) {
+      CAPTURE(c10::toString(dtype), count);
+      torch::Tensor tensor = exact_values(count, comm->rank() + 1, dtype);  // rank r holds (r + 1) * x
+      comm->all_reduce(tensor, ReduceOp::Sum);
+      REQUIRE(torch::equal(tensor, exact_values(count, n * (n + 1) / 2, dtype)));  // (1 + ... + n) * x
+    }
+  for (torch::ScalarType dtype : {torch::kFloat32, torch::kFloat64}) {
+    // rank r holds 2r * x: the mean is (n - 1) * x, exact.
+    torch::Tensor tensor = exact_values(1000003, 2 * comm->rank(), dtype);
+    comm->all_reduce(tensor, ReduceOp::Average);
+    REQUIRE(torch::equal(tensor, exact_values(1000003, n - 1, dtype)));
+  }
+}
+
+TEST_CASE("all_gather puts rank r's tensor at slot r", "[communicator][np1][np3]") {
+  auto comm = mpi_test::communicator();
+  for (int64_t count : kCounts) {
+    CAPTURE(count);
+    torch::Tensor mine = exact_values(count, comm->rank() + 1, torch::kFloat32);
+    torch::Tensor all = comm->all_gather(mine);
+    REQUIRE(all.sizes() == torch::IntArrayRef({comm->size(), count}));
+    for (int r = 0; r < comm->size(); ++r) REQUIRE(torch::equal(all[r], exact_values(count, r + 1, torch::kFloat32)));
+  }
+}
+
+TEST_CASE("reduce_scatter gives rank r the reduction of chunk r", "[communicator][np1][np3]") {
+  auto comm = mpi_test::communicator();
+  const int64_t n = comm->size();
+  for (int64_t chunk : {int64_t{0}, int64_t{1}, int64_t{5}, int64_t{333334}}) {
+    CAPTURE(chunk);
+    torch::Tensor input = exact_values(n * chunk, comm->rank() + 1, torch::kFloat64);
+    torch::Tensor output = torch::empty({chunk}, torch::kFloat64);
+    comm->reduce_scatter(input, output, ReduceOp::Sum);
+    const torch::Tensor expected = exact_values(n * chunk, n * (n + 1) / 2, torch::kFloat64);
+    REQUIRE(torch::equal(output, expected.narrow(0, comm->rank() * chunk, chunk)));
+    comm->reduce_scatter(input, output, ReduceOp::Average);
+    REQUIRE(torch::allclose(output, expected.narrow(0, comm->rank() * chunk, chunk) / static_cast<double>(n)));
+  }
+}
+
+TEST_CASE("send and recv pass a tensor around the ring", "[communicator][np3]") {
+  auto comm = mpi_test::communicator();
+  if (comm->size() == 1) return;
+  const int next = (comm->rank() + 1) % comm->size(), previous = (comm->rank() + comm->size() - 1) % comm->size();
+  for (int64_t count : {int64_t{1}, int64_t{100000}}) {
+    torch::Tensor outgoing = exact_values(count, comm->rank() + 1, torch::kFloat32);
+    torch::Tensor incoming = torch::empty({count}, torch::kFloat32);
+    // Even ranks send first, odd ranks receive first: no cycle of ranks all waiting to send.
+    if (comm->rank() % 2 == 0) {
+      comm->send(outgoing, next);
+      comm->recv(incoming, previous);
+    } else {
+      comm->recv(incoming, previous);
+      comm->send(outgoing, next);
+    }
+    REQUIRE(torch::equal(incoming, exact_values(count, previous + 1, torch::kFloat32)));
+  }
+  REQUIRE(comm->stats().count(workbook::CommOp::Send) == 2);
+  REQUIRE(comm->stats().count(workbook::CommOp::Recv) == 2);
+  REQUIRE(comm->stats().elements[static_cast<int>(workbook::CommOp::Send)] == 100001);
+  REQUIRE(comm->stats().collectives() == 0);
+}
+
+TEST_CASE("a recv whose count differs from the send's is an error, not garbage", "[communicator]") {
+  auto comm = mpi_test::communicator();
+  if (comm->size() < 2 || comm->rank() > 1) return;
+  if (comm->rank() == 0) {
+    comm->send(torch::ones({5}), 1);
+  } else {
+    torch::Tensor buffer = torch::zeros({10});
+    REQUIRE_THROWS_WITH(comm->recv(buffer, 0), Catch::Matchers::Contains("expected 10 elements and got 5"));
+  }
+}
+
+TEST_CASE("bad arguments are caught before any data moves", "[communicator][np1]") {
+  auto comm = mpi_test::communicator();
+  torch::Tensor integers = torch::ones({4}, torch::kInt64);
+  REQUIRE_THROWS_WITH(comm->all_reduce(integers, ReduceOp::Average), Catch::Matchers::Contains("floating-point"));
+  torch::Tensor strided = torch::ones({4, 4}).t();
+  REQUIRE_THROWS_WITH(comm->all_reduce(strided, ReduceOp::Sum), Catch::Matchers::Contains("contiguous"));
+  torch::Tensor halves = torch::ones({4}, torch::kFloat16);
+  REQUIRE_THROWS_WITH(comm->broadcast(halves, 0), Catch::Matchers::Contains("not supported"));
+  torch::Tensor wrong_size = torch::ones({3});
+  REQUIRE_THROWS_WITH(comm->all_gather(torch::ones({2}), wrong_size), Catch::Matchers::Contains("all_gather"));
+  REQUIRE(comm->stats().collectives() == 0);  // nothing was sent: every rank threw alike
+}
+
+TEST_CASE("the communicator agrees with the launcher", "[communicator][np1][np3]") {
+  auto comm = mpi_test::communicator();
+  REQUIRE(comm->rank() == mpi_test::env().rank);
+  REQUIRE(comm->size() == mpi_test::env().world_size);
+  REQUIRE(comm->backend() == workbook::Backend::Mpi);
+  REQUIRE(comm->device() == torch::Device(torch::kCPU));
+  // Every rank sees the same ranks, each once.
+  torch::Tensor ranks = comm->all_gather(torch::full({1}, comm->rank(), torch::kInt64)).flatten();
+  REQUIRE(torch::equal(ranks, torch::arange(comm->size(), torch::kInt64)));
+}

@@ -1,0 +1,90 @@
+// No hangs: a mismatched collective fails at once when checked; the faults
+// that cannot be caught in-process (a peer that dies, an unchecked mismatch,
+// a test past its limit) are hidden [.fault] test cases that CMakeLists.txt
+// runs as jobs of their own, each of which must end quickly, saying where.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <thread>
+
+#include "mpi_test.hpp"
+#include "workbook/timing.hpp"
+
+using Catch::Matchers::Contains;
+using workbook::ReduceOp;
+
+TEST_CASE("a mismatched collective fails at once on every rank, naming each rank's call", "[communicator][np3]") {
+  auto comm = mpi_test::communicator();
+  REQUIRE(comm->options().check_collectives);  // the runner's default
+  if (comm->size() == 1) return;
+  torch::Tensor tensor = torch::ones({10});
+  const double start = workbook::now_seconds();
+  auto mismatched = [&] {
+    if (comm->rank() == 0) comm->all_reduce(tensor, ReduceOp::Sum);
+    else comm->broadcast(tensor, 0);
+  };
+  REQUIRE_THROWS_AS(mismatched(), workbook::CommunicationError);
+  try {
+    mismatched();
+  } catch (const workbook::CommunicationError& e) {
+    const std::string message = e.what();
+    REQUIRE_THAT(message, Contains("collective mismatch"));
+    REQUIRE_THAT(message, Contains("rank 0 is in collective #2 all_reduce (float32 x 10, sum)"));
+    REQUIRE_THAT(message, Contains("rank 1 is in collective #2 broadcast (float32 x 10, root 0)"));
+  }
+  INFO("both mismatches were detected without waiting for a timeout");
+  REQUIRE(workbook::now_seconds() - start < 5.0);
+  // Nothing was sent, so the communicator still works.
+  comm->all_reduce(tensor, ReduceOp::Sum);
+  REQUIRE(torch::equal(tensor, torch::full({10}, static_cast<float>(comm->size()))));
+}
+
+TEST_CASE("a different count is a mismatch too", "[communicator]") {
+  auto comm = mpi_test::communicator();
+  if (comm->size() == 1) return;
+  torch::Tensor tensor = torch::ones({comm->rank() == 0 ? 10 : 11});
+  REQUIRE_THROWS_WITH(comm->all_reduce(tensor, ReduceOp::Sum), Contains("float32 x 11, sum"));
+}
+
+// ---- the faults, each run as a job of its own (see CMakeLists.txt) ----------
+
+namespace {
+std::unique_ptr<workbook::Communicator> unchecked_communicator(double timeout_s) {
+  workbook::CommunicatorOptions options = workbook::CommunicatorOptions::from_environment();
+  options.check_collectives = false;
+  options.timeout_s = timeout_s;
+  return workbook::make_communicator(workbook::Backend::Mpi, mpi_test::env(), options);
+}
+}  // namespace
+
+TEST_CASE("fault: mismatched collective", "[.fault]") {
+  auto comm = unchecked_communicator(3.0);
+  torch::Tensor tensor = torch::ones({1000});
+  for (int i = 0; i < 3; ++i) {
+    if (comm->rank() == 0) comm->all_reduce(tensor, ReduceOp::Sum);
+    else comm->broadcast(tensor, 0);
+  }
+  comm->barrier();
+}
+
+TEST_CASE("fault: a peer dies", "[.fault]") {
+  auto comm = unchecked_communicator(60.0);
+  torch::Tensor tensor = torch::ones({1000});
+  if (comm->rank() == 1) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::raise(SIGKILL);
+  }
+  comm->all_reduce(tensor, ReduceOp::Sum);
+}
+
+TEST_CASE("fault: a test past its limit", "[.fault]") {
+  std::this_thread::sleep_for(std::chrono::seconds(20));
+}
+
+TEST_CASE("fault: one rank leaves a test early", "[.fault]") {
+  auto comm = unchecked_communicator(3.0);
+  torch::Tensor tensor = torch::ones({10});
+  REQUIRE(comm->rank() == 0);  // fails on rank 1, which leaves the test here
+  comm->all_reduce(tensor, ReduceOp::Sum);
+}

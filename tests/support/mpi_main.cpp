@@ -1,0 +1,251 @@
+// mpi_main.cpp — the Catch2 runner of the multi-process tests.
+//
+//   mpirun --oversubscribe -n 2 test_ch03_solution [Catch2 arguments]
+//
+// Every rank runs every test. After each test case the ranks combine their
+// outcomes on rank 0: a test passes only if it passed on every rank, and a
+// failure is reported with the rank it happened on. Rank 0 prints Catch2's
+// report; the other ranks print their own failures as they happen, prefixed
+// with their rank. The exit status is non-zero on every rank when any rank
+// failed. It writes $WORKBOOK_RESULTS (rank 0) as catch_main.cpp does.
+//
+// Note: [No test can hang]
+// - Each call a Communicator makes is watched (watchdog.hpp): one that has
+//   not returned in 30 s here ends the process, naming the rank and the call.
+// - Each test case is watched as a whole: past its limit (120 s, 900 s for
+//   [slow] and [timing] tests; $WORKBOOK_TEST_TIME_LIMIT sets the first) the
+//   process ends, naming the rank, the test and the last collective entered.
+// - Collectives are checked across ranks before they run, so a mismatch
+//   fails at once on every rank with both calls named.
+// - A peer that dies makes the launcher stop the others; each says where it was.
+// The runner's own messages travel on MPI communicators of their own, so they
+// never match a test's collectives, even when ranks leave a test at different points.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+#include <mpi.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "mpi_test.hpp"
+#include "workbook/allocator.hpp"
+#include "workbook/device.hpp"
+#include "workbook/watchdog.hpp"
+
+namespace {
+
+workbook::LaunchEnv g_env;
+MPI_Comm g_results = MPI_COMM_NULL;  // carries test outcomes to rank 0
+MPI_Comm g_agree = MPI_COMM_NULL;    // carries mpi_test::all_ranks
+
+void check(int code, const char* call) {
+  if (code != MPI_SUCCESS) {
+    fmt::print(stderr, "{}: test runner: {} failed (code {})\n", g_env.label(), call, code);
+    std::_Exit(1);
+  }
+}
+
+// Every rank's `mine`, on rank 0 (empty elsewhere).
+std::vector<std::string> gather_strings(const std::string& mine) {
+  const int length = static_cast<int>(mine.size());
+  std::vector<int> lengths(static_cast<size_t>(g_env.world_size)), offsets(lengths.size());
+  check(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, g_results), "MPI_Gather");
+  int total = 0;
+  for (size_t r = 0; r < lengths.size(); ++r) {
+    offsets[r] = total;
+    total += lengths[r];
+  }
+  std::string all(static_cast<size_t>(g_env.rank == 0 ? total : 0), '\0');
+  check(MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, 0, g_results),
+        "MPI_Gatherv");
+  std::vector<std::string> parts;
+  if (g_env.rank == 0)
+    for (size_t r = 0; r < lengths.size(); ++r) parts.push_back(all.substr(static_cast<size_t>(offsets[r]), lengths[r]));
+  return parts;
+}
+
+class MpiResultsListener : public Catch::TestEventListenerBase {
+ public:
+  using TestEventListenerBase::TestEventListenerBase;
+
+  void testCaseStarting(const Catch::TestCaseInfo& info) override {
+    current_ = {{"name", info.name}, {"tags", info.tags}, {"file", info.lineInfo.file},
+                {"line", info.lineInfo.line}, {"passed", true}};
+    const bool long_test = std::count(info.tags.begin(), info.tags.end(), "slow") +
+                               std::count(info.tags.begin(), info.tags.end(), "timing") > 0;
+    double limit = long_test ? 900.0 : 120.0;
+    if (const char* text = std::getenv("WORKBOOK_TEST_TIME_LIMIT"); text && !long_test) limit = std::atof(text);
+    workbook::watchdog::arm(fmt::format("test \"{}\"", info.name), limit);
+  }
+
+  bool assertionEnded(const Catch::AssertionStats& stats) override {
+    const Catch::AssertionResult& result = stats.assertionResult;
+    if (result.isOk()) return true;
+    if (result.getResultType() == Catch::ResultWas::FatalErrorCondition) fatal_ = true;
+    std::string messages;
+    for (const auto& info : stats.infoMessages) messages += info.message + "\n";
+    std::string message = result.getMessage();
+    message = message.substr(0, message.find("\nException raised from"));  // LibTorch's backtrace: noise here
+    const nlohmann::json failure = {{"file", result.getSourceInfo().file},
+                                    {"line", result.getSourceInfo().line},
+                                    {"macro", std::string(result.getTestMacroName())},
+                                    {"expression", result.hasExpression() ? result.getExpressionInMacro() : ""},
+                                    {"expanded", result.hasExpression() ? result.getExpandedExpression() : ""},
+                                    {"message", message},
+                                    {"info", messages},
+                                    {"rank", g_env.rank}};
+    if (!current_.contains("failure")) current_["failure"] = failure;
+    if (g_env.rank != 0) {  // rank 0's failures are in Catch2's own report
+      fmt::print(stderr, "\n{}: FAILED in test \"{}\" at {}:{}\n", g_env.label(), current_.value("name", ""),
+                 result.getSourceInfo().file, result.getSourceInfo().line);
+      if (result.hasExpression())
+        fmt::print(stderr, "  {}\n  with expansion: {}\n", result.getExpressionInMacro(), result.getExpandedExpression());
+      if (!message.empty()) fmt::print(stderr, "  {}\n", message);
+      if (!messages.empty()) fmt::print(stderr, "  {}", messages);
+    }
+    return true;
+  }
+
+  void testCaseEnded(const Catch::TestCaseStats& stats) override {
+    current_["passed"] = stats.totals.assertions.failed == 0;
+    // A signal (a crash, or the launcher stopping the job): Catch2 ends the
+    // test case and the run from inside its signal handler. Nothing may wait
+    // on other ranks from here on (they may be gone): rank 0 records what it
+    // has, and the signal then ends the process (watchdog.hpp).
+    if (fatal_) {
+      current_["aborted"] = true;
+      records_.push_back(current_);
+      return;
+    }
+    // Combine on rank 0: passed on every rank, or the first failure with its rank.
+    const std::vector<std::string> outcomes = gather_strings(current_.dump());
+    workbook::watchdog::disarm();
+    if (g_env.rank != 0) return;
+    nlohmann::json merged = current_;
+    merged.erase("failure");
+    merged["passed"] = true;
+    for (int r = 0; r < g_env.world_size; ++r) {
+      const nlohmann::json outcome = nlohmann::json::parse(outcomes[static_cast<size_t>(r)]);
+      if (outcome.value("passed", false)) continue;
+      if (merged["passed"].get<bool>()) {
+        merged["passed"] = false;
+        if (outcome.contains("failure")) {
+          merged["failure"] = outcome["failure"];
+          merged["failure"]["message"] = fmt::format("rank {} of {}: {}", r, g_env.world_size,
+                                                     outcome["failure"].value("message", ""));
+        }
+      }
+      if (r != 0) fmt::print("test \"{}\" failed on rank {} (its message is above)\n", merged.value("name", ""), r);
+    }
+    records_.push_back(merged);
+  }
+
+  void testRunEnded(const Catch::TestRunStats&) override { write_results(); }
+
+  bool fatal() const { return fatal_; }
+
+  // Called by the watchdog (on its thread) when it ends this process: the
+  // test in progress is recorded as failed with the watchdog's message.
+  void write_stopped(const std::string& message) {
+    if (g_env.rank != 0) return;
+    nlohmann::json stopped = current_;
+    stopped["passed"] = false;
+    stopped["aborted"] = true;
+    stopped["failure"] = {{"file", current_.value("file", "")}, {"line", current_.value("line", 0)},
+                          {"message", message}, {"rank", g_env.rank}};
+    records_.push_back(stopped);
+    write_results();
+  }
+
+  static MpiResultsListener* instance;
+
+ private:
+  void write_results() {
+    const char* path = std::getenv("WORKBOOK_RESULTS");
+    if (g_env.rank != 0 || path == nullptr || *path == '\0') return;
+    std::ofstream out(path);
+    out << records_.dump(1) << "\n";
+  }
+
+  nlohmann::json current_;
+  nlohmann::json records_ = nlohmann::json::array();
+  bool fatal_ = false;
+};
+
+MpiResultsListener* MpiResultsListener::instance = nullptr;
+
+// Catch2 constructs listeners itself; this one registers the instance the watchdog hook uses.
+class RegisteringListener : public MpiResultsListener {
+ public:
+  explicit RegisteringListener(const Catch::ReporterConfig& config) : MpiResultsListener(config) { instance = this; }
+};
+
+}  // namespace
+
+CATCH_REGISTER_LISTENER(RegisteringListener)
+
+namespace mpi_test {
+
+const workbook::LaunchEnv& env() { return g_env; }
+
+std::unique_ptr<workbook::Communicator> communicator() {
+  return workbook::make_communicator(workbook::Backend::Mpi, g_env, workbook::CommunicatorOptions::from_environment());
+}
+
+bool all_ranks(bool condition) {
+  int mine = condition ? 1 : 0, all = 0;
+  workbook::watchdog::CallScope scope("mpi_test::all_ranks", 30.0);
+  check(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, g_agree), "MPI_Allreduce (all_ranks)");
+  return all == 1;
+}
+
+}  // namespace mpi_test
+
+int main(int argc, char** argv) {
+  try {
+    g_env = workbook::read_launch_env();
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 2;
+  }
+  // The tests' defaults: every collective checked, no call waits more than 30 s.
+  setenv("WORKBOOK_CHECK_COLLECTIVES", "1", /*overwrite=*/0);
+  setenv("WORKBOOK_COMM_TIMEOUT", "30", 0);
+  int provided = 0;
+  check(MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (rank != g_env.rank || size != g_env.world_size) {
+    fmt::print(stderr, "error: MPI says rank {} of {}, the launcher ({}) says {}\n", rank, size, g_env.launcher,
+               g_env.label());
+    return 2;
+  }
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &g_results), "MPI_Comm_dup");
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &g_agree), "MPI_Comm_dup");
+  workbook::watchdog::set_process_label(g_env.label());
+  workbook::watchdog::install_signal_handlers();
+  workbook::watchdog::set_before_exit([](const std::string& message) {
+    if (MpiResultsListener::instance) MpiResultsListener::instance->write_stopped(message);
+  });
+
+  workbook::tune_cpu_allocator();
+  workbook::set_threads(workbook::default_threads_per_rank(g_env));
+
+  Catch::Session session;
+  if (const int parse = session.applyCommandLine(argc, argv); parse != 0) return parse;
+  if (g_env.rank != 0) session.configData().outputFilename = "/dev/null";  // failures: printed by the listener
+  const int failed = session.run();
+
+  // Every rank exits non-zero when any rank failed.
+  int mine = failed > 0 ? 1 : 0, any = 0;
+  check(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, g_results), "MPI_Allreduce (exit status)");
+  MPI_Comm_free(&g_results);
+  MPI_Comm_free(&g_agree);
+  MPI_Finalize();
+  return any;
+}
