@@ -136,7 +136,7 @@ void print_failure(const TestRecord& record) {
   while (!info.empty() && info.back() == '\n') info.pop_back();
   const size_t last = info.rfind('\n');
   if (last != std::string::npos) info = info.substr(last + 1);
-  if (!info.empty() && info != message) fmt::print("  meaning:  {}\n", info);
+  if (!info.empty() && message.find(info) == std::string::npos) fmt::print("  meaning:  {}\n", info);
 }
 
 }  // namespace workbook::cli

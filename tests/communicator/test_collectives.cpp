@@ -3,6 +3,7 @@
 // Run at 2 ranks, and at 1 and 3 ([np1], [np3]).
 #include <catch2/catch.hpp>
 
+#include "gpu_tests.hpp"
 #include "mpi_test.hpp"
 #include "workbook/errors.hpp"
 
@@ -141,4 +142,22 @@ TEST_CASE("the communicator agrees with the launcher", "[communicator][np1][np3]
   // Every rank sees the same ranks, each once.
   torch::Tensor ranks = comm->all_gather(torch::full({1}, comm->rank(), torch::kInt64)).flatten();
   REQUIRE(torch::equal(ranks, torch::arange(comm->size(), torch::kInt64)));
+}
+
+TEST_CASE("the NCCL backend reduces CUDA tensors exactly", "[communicator][gpu]") {
+  if (!gpu_tests::have_gpu()) return;
+  if (static_cast<int>(torch::cuda::device_count()) < mpi_test::env().world_size) {
+    WARN("the NCCL backend needs one GPU per rank on this node: skipped (run it with as many ranks as GPUs)");
+    return;
+  }
+  auto comm = workbook::make_communicator(workbook::Backend::Nccl, mpi_test::env(),
+                                          workbook::CommunicatorOptions::from_environment());
+  REQUIRE(comm->device().is_cuda());
+  const int64_t n = comm->size();
+  torch::Tensor tensor = exact_values(1000003, comm->rank() + 1, torch::kFloat32).to(comm->device());
+  comm->all_reduce(tensor, ReduceOp::Sum);
+  REQUIRE(torch::equal(tensor.cpu(), exact_values(1000003, n * (n + 1) / 2, torch::kFloat32)));
+  torch::Tensor all = comm->all_gather(torch::full({3}, comm->rank(), torch::TensorOptions().device(comm->device())));
+  REQUIRE(torch::equal(all.cpu().select(1, 0), torch::arange(n, torch::kFloat32)));
+  comm->barrier();
 }
