@@ -119,7 +119,11 @@ int train(const workbook::LaunchEnv& env, int argc, char** argv) {
     torch::manual_seed(flags.seed * 1000003 + static_cast<uint64_t>(epoch) * 1009 + static_cast<uint64_t>(comm->rank()));
     const torch::Tensor indices = sampler.indices();
     const int64_t warmup = epochs_trained == 0 ? std::min(kWarmupSteps, steps_per_epoch - 1) : 0;
-    workbook::ProgressBar bar(fmt::format("epoch {}", epoch), steps_per_epoch, leader && workbook::stdout_is_terminal());
+    // Note: mpirun gives its ranks a pseudo-terminal for stdout, so rank 0 sees
+    // a terminal even when the job's output goes to a file: a multi-rank run
+    // draws no bar (its per-epoch rows are the progress).
+    workbook::ProgressBar bar(fmt::format("epoch {}", epoch), steps_per_epoch,
+                              leader && !env.distributed() && workbook::stdout_is_terminal());
     torch::Tensor loss_sum = torch::zeros({2}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
     workbook::Stopwatch clock(device);
     const double started = workbook::now_seconds();
