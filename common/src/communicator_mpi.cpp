@@ -59,8 +59,8 @@ void start_mpi(const LaunchEnv& env) {
     std::atexit(finalize_at_exit);
   }
   int rank = 0, size = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank), env, "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &size), env, "MPI_Comm_size");
   WB_CHECK(rank == env.rank && size == env.world_size,
            "MPI says this is rank {} of {}, but {} says {}: {}", rank, size, env.launcher, env.label(),
            env.world_size > size ? "the job asked for more processes than were started together. Start them with "
@@ -90,10 +90,11 @@ class MpiCommunicator final : public Communicator {
     check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &data_), env, "MPI_Comm_dup");
     check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &check_), env, "MPI_Comm_dup");
     // Errors come back as return codes (checked) instead of aborting the job.
-    MPI_Comm_set_errhandler(data_, MPI_ERRORS_RETURN);
-    MPI_Comm_set_errhandler(check_, MPI_ERRORS_RETURN);
+    check_mpi(MPI_Comm_set_errhandler(data_, MPI_ERRORS_RETURN), env, "MPI_Comm_set_errhandler");
+    check_mpi(MPI_Comm_set_errhandler(check_, MPI_ERRORS_RETURN), env, "MPI_Comm_set_errhandler");
   }
   ~MpiCommunicator() override {
+    // A destructor cannot throw: failures here are not checked (the process is ending or the job is over).
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (finalized) return;
@@ -142,7 +143,7 @@ class MpiCommunicator final : public Communicator {
     const MPI_Datatype type = mpi_type(tensor.scalar_type());
     check(MPI_Recv(tensor.data_ptr(), mpi_count(tensor.numel()), type, peer, 0, data_, &status), "MPI_Recv");
     int received = 0;
-    MPI_Get_count(&status, type, &received);
+    check(MPI_Get_count(&status, type, &received), "MPI_Get_count");
     if (received != tensor.numel())
       throw CommunicationError(fmt::format("{}: recv from rank {} expected {} elements and got {}: the send and the "
                                            "recv must have the same count", launch_env().label(), peer,

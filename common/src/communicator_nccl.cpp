@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <exception>
 #include <thread>
 #ifdef WORKBOOK_TORCH_CUDA
 #include <c10/cuda/CUDAStream.h>
@@ -60,24 +61,41 @@ class NcclCommunicator final : public Communicator {
     const cudaError_t counted = cudaGetDeviceCount(&devices);
     WB_CHECK(counted == cudaSuccess && devices > 0, "{}: the NCCL backend needs a GPU, and there is none ({})",
              env.label(), counted == cudaSuccess ? "no CUDA device" : cudaGetErrorString(counted));
-    // One rank per GPU: local rank r uses GPU r. More ranks than GPUs on a
-    // node share them round-robin, which works but does not scale.
-    device_index_ = env.local_rank % devices;
+    // One rank per GPU: local rank r uses GPU r. NCCL refuses two ranks of
+    // one communicator on the same GPU, so more ranks than GPUs is an error.
+    WB_CHECK(env.local_rank < devices && (env.local_size == 0 || env.local_size <= devices),
+             "{}: the NCCL backend needs one GPU per rank, and this node has {} GPU(s) for {} rank(s): start at "
+             "most {} rank(s) per node (several ranks can share a GPU only through the MPI backend, --device cpu)",
+             env.label(), devices, env.local_size > 0 ? env.local_size : env.local_rank + 1, devices);
+    device_index_ = env.local_rank;
     check_cuda(cudaSetDevice(device_index_), env, "cudaSetDevice");
     check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &check_), env, "MPI_Comm_dup");
-    MPI_Comm_set_errhandler(check_, MPI_ERRORS_RETURN);
+    check_mpi(MPI_Comm_set_errhandler(check_, MPI_ERRORS_RETURN), env, "MPI_Comm_set_errhandler");
     // Rank 0 creates the id that names this NCCL communicator; MPI carries it to everyone.
     ncclUniqueId id;
     if (env.rank == 0) check_nccl(ncclGetUniqueId(&id), env, "ncclGetUniqueId");
-    check_mpi(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD), env, "MPI_Bcast (ncclUniqueId)");
     {
-      watchdog::CallScope scope("ncclCommInitRank", options.timeout_s);
+      watchdog::CallScope scope("the NCCL bootstrap (MPI_Bcast of the ncclUniqueId, ncclCommInitRank)",
+                                options.timeout_s);
+      check_mpi(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD), env, "MPI_Bcast (ncclUniqueId)");
       check_nccl(ncclCommInitRank(&comm_, env.world_size, id, env.rank), env, "ncclCommInitRank");
     }
     check_cuda(cudaMalloc(&barrier_word_, sizeof(float)), env, "cudaMalloc");
   }
   ~NcclCommunicator() override {
-    if (comm_ != nullptr) ncclCommDestroy(comm_);
+    if (comm_ != nullptr) {
+      if (std::uncaught_exceptions() > 0) {
+        // Unwinding after an error: the peers may be inside a collective
+        // that will never complete. Abort does not wait for them.
+        ncclCommAbort(comm_);
+      } else {
+        // Finalize flushes this rank's pending work and waits for its peers:
+        // watched, like any call that waits on other ranks.
+        watchdog::CallScope scope("ncclCommFinalize", options().timeout_s);
+        ncclCommFinalize(comm_);
+        ncclCommDestroy(comm_);
+      }
+    }
     if (barrier_word_ != nullptr) cudaFree(barrier_word_);
     int finalized = 0;
     MPI_Finalized(&finalized);

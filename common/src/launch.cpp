@@ -54,7 +54,12 @@ std::string LaunchEnv::label() const { return fmt::format("rank {} of {}", rank,
 LaunchEnv read_launch_env(const GetEnv& getenv_given) {
   const GetEnv getenv = getenv_given ? getenv_given : [](const char* name) { return std::getenv(name); };
   for (const LauncherVariables& l : kLaunchers) {
-    const bool any = getenv(l.rank) || getenv(l.size) || (l.size_fallback && getenv(l.size_fallback));
+    // SLURM sets its task counts in every shell of an allocation (salloc,
+    // sbatch); only srun's tasks have a SLURM_PROCID. The other launchers'
+    // variables exist only in the processes they start.
+    const bool slurm = std::string(l.rank) == "SLURM_PROCID";
+    const bool any = getenv(l.rank) ||
+                     (!slurm && (getenv(l.size) || (l.size_fallback && getenv(l.size_fallback))));
     if (!any) continue;
     std::optional<int> rank = read_int(getenv, l.rank, l.name);
     std::optional<int> size = read_int(getenv, l.size, l.name);

@@ -39,20 +39,26 @@ State& state() {
 }
 
 // What the signal handler writes: kept formatted, because a handler may not
-// allocate or format (it may only call async-signal-safe functions like write).
-char g_signal_text[1024] = "stopped by a signal\n";
+// allocate or format (it may only call async-signal-safe functions like
+// write). Two buffers: the next text is written into the one the handler is
+// not reading, then the index flips, so the handler never sees half a text.
+char g_signal_texts[2][1024] = {"stopped by a signal\n", "stopped by a signal\n"};
+std::atomic<int> g_signal_current{0};
 
 void update_signal_text(const State& s) {
   std::string text = s.in_call ? fmt::format("{}: stopped by a signal while in {} (another rank failed or died, "
                                              "or the job was cancelled)\n", s.label, s.call)
                                : fmt::format("{}: stopped by a signal{}\n", s.label,
                                              s.call.empty() ? "" : "; the last call it made, " + s.call + ", had returned");
-  text.resize(std::min(text.size(), sizeof g_signal_text - 1));
-  std::memcpy(g_signal_text, text.c_str(), text.size() + 1);
+  const int next = 1 - g_signal_current.load();
+  text.resize(std::min(text.size(), sizeof g_signal_texts[next] - 1));
+  std::memcpy(g_signal_texts[next], text.c_str(), text.size() + 1);
+  g_signal_current.store(next);
 }
 
 extern "C" void on_signal(int signal_number) {
-  const ssize_t ignored = write(STDERR_FILENO, g_signal_text, std::strlen(g_signal_text));
+  const char* text = g_signal_texts[g_signal_current.load()];
+  const ssize_t ignored = write(STDERR_FILENO, text, std::strlen(text));
   (void)ignored;
   _exit(128 + signal_number);
 }

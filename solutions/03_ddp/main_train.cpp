@@ -156,7 +156,8 @@ int train(const workbook::LaunchEnv& env, int argc, char** argv) {
     bar.finish();
     comm->all_reduce(loss_sum, workbook::ReduceOp::Sum);  // the training loss over every rank's samples
     // BatchNorm's running statistics were updated from each rank's own
-    // batches; evaluate (and save) rank 0's, as PyTorch's DDP does.
+    // batches; evaluate (and save) rank 0's. (PyTorch's DDP broadcasts them
+    // before every forward pass; once per epoch is enough for evaluation.)
     ch03::broadcast_model(*model, *comm, 0);
     eval = ch03::evaluate_distributed(*model, data.test.images, data.test.labels, kEvalBatch, *comm);
     if (checkpoint) ch03::save_checkpoint(*checkpoint, *model, optimizer, epoch, *comm);

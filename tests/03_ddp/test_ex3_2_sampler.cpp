@@ -118,3 +118,15 @@ TEST_CASE("ex3.2 every rank draws the same permutation without communicating", "
   REQUIRE(torch::equal(order.narrow(0, 0, n), perm));
   REQUIRE(torch::equal(order.narrow(0, n, order.size(0) - n), perm.narrow(0, 0, order.size(0) - n)));
 }
+
+TEST_CASE("ex3.2 the sampler gives what PyTorch's own DistributedSampler gives", "[ex3.2]") {
+  // Printed by PyTorch 1.13 (python3-torch): list(DistributedSampler(range(11), num_replicas=4, rank=...,
+  // shuffle=True, seed=42[, drop_last=True])) after set_epoch(3). Its permutation is
+  // torch.randperm(11, generator=torch.Generator().manual_seed(45)) = [7, 0, 9, 1, 6, 4, 8, 5, 10, 2, 3].
+  ch03::DistributedSampler padded(11, 4, 2, /*shuffle=*/true, /*seed=*/42);
+  padded.set_epoch(3);
+  REQUIRE(as_vector(padded.indices()) == std::vector<int64_t>{9, 8, 3});
+  ch03::DistributedSampler dropped(11, 4, 1, true, 42, /*drop_last=*/true);
+  dropped.set_epoch(3);
+  REQUIRE(as_vector(dropped.indices()) == std::vector<int64_t>{0, 4});
+}

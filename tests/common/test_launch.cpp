@@ -73,8 +73,10 @@ TEST_CASE("each launcher's variables are read", "[launch]") {
 TEST_CASE("an incomplete or inconsistent launch environment is one clear error", "[launch]") {
   REQUIRE_THROWS_WITH(workbook::read_launch_env(fake({{"OMPI_COMM_WORLD_RANK", "0"}})),
                       Contains("OMPI_COMM_WORLD_RANK is set but OMPI_COMM_WORLD_SIZE is not"));
-  REQUIRE_THROWS_WITH(workbook::read_launch_env(fake({{"SLURM_NTASKS", "2"}})),
-                      Contains("is set but SLURM_PROCID is not"));
+  // An salloc shell has SLURM_NTASKS but no SLURM_PROCID: a plain process there is a single process.
+  REQUIRE(workbook::read_launch_env(fake({{"SLURM_NTASKS", "2"}, {"SLURM_JOB_ID", "5"}})).world_size == 1);
+  REQUIRE_THROWS_WITH(workbook::read_launch_env(fake({{"SLURM_PROCID", "0"}})),
+                      Contains("SLURM_PROCID is set but SLURM_STEP_NUM_TASKS (or SLURM_NTASKS) is not"));
   REQUIRE_THROWS_WITH(workbook::read_launch_env(fake({{"PMI_RANK", "2"}, {"PMI_SIZE", "2"}})),
                       Contains("PMI_RANK=2 is not a rank of a 2-process job"));
   REQUIRE_THROWS_WITH(workbook::read_launch_env(fake({{"OMPI_COMM_WORLD_RANK", "one"}, {"OMPI_COMM_WORLD_SIZE", "2"}})),

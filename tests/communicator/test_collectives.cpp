@@ -144,6 +144,8 @@ TEST_CASE("the communicator agrees with the launcher", "[communicator][np1][np3]
   REQUIRE(torch::equal(ranks, torch::arange(comm->size(), torch::kInt64)));
 }
 
+// Registered at one rank (a machine with one GPU runs world size 1 on NCCL);
+// run it with as many ranks as GPUs for more.
 TEST_CASE("the NCCL backend reduces CUDA tensors exactly", "[communicator][gpu]") {
   if (!gpu_tests::have_gpu()) return;
   if (static_cast<int>(torch::cuda::device_count()) < mpi_test::env().world_size) {
@@ -157,7 +159,21 @@ TEST_CASE("the NCCL backend reduces CUDA tensors exactly", "[communicator][gpu]"
   torch::Tensor tensor = exact_values(1000003, comm->rank() + 1, torch::kFloat32).to(comm->device());
   comm->all_reduce(tensor, ReduceOp::Sum);
   REQUIRE(torch::equal(tensor.cpu(), exact_values(1000003, n * (n + 1) / 2, torch::kFloat32)));
-  torch::Tensor all = comm->all_gather(torch::full({3}, comm->rank(), torch::TensorOptions().device(comm->device())));
+  torch::Tensor all = comm->all_gather(
+      torch::full({3}, comm->rank(), torch::TensorOptions().dtype(torch::kFloat32).device(comm->device())));
   REQUIRE(torch::equal(all.cpu().select(1, 0), torch::arange(n, torch::kFloat32)));
+  for (int root = 0; root < comm->size(); ++root) {
+    torch::Tensor b = exact_values(1001, comm->rank() + 1, torch::kFloat64).to(comm->device());
+    comm->broadcast(b, root);
+    REQUIRE(torch::equal(b.cpu(), exact_values(1001, root + 1, torch::kFloat64)));
+  }
+  // NCCL's average multiplies by 1/n before summing: close to MPI's sum-then-divide, not bit-equal.
+  torch::Tensor mean = exact_values(1000, 2 * comm->rank(), torch::kFloat32).to(comm->device());
+  comm->all_reduce(mean, ReduceOp::Average);
+  REQUIRE(torch::allclose(mean.cpu(), exact_values(1000, n - 1, torch::kFloat32)));
+  torch::Tensor input = exact_values(n * 7, comm->rank() + 1, torch::kFloat32).to(comm->device());
+  torch::Tensor output = torch::empty({7}, input.options());
+  comm->reduce_scatter(input, output, ReduceOp::Sum);
+  REQUIRE(torch::equal(output.cpu(), exact_values(n * 7, n * (n + 1) / 2, torch::kFloat32).narrow(0, comm->rank() * 7, 7)));
   comm->barrier();
 }

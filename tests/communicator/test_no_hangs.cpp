@@ -27,6 +27,7 @@ TEST_CASE("a mismatched collective fails at once on every rank, naming each rank
   REQUIRE_THROWS_AS(mismatched(), workbook::CommunicationError);
   try {
     mismatched();
+    FAIL("the second mismatched collective did not throw");
   } catch (const workbook::CommunicationError& e) {
     const std::string message = e.what();
     REQUIRE_THAT(message, Contains("collective mismatch"));

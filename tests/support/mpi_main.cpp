@@ -24,8 +24,10 @@
 #include <catch2/catch.hpp>
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -73,6 +75,7 @@ class MpiResultsListener : public Catch::TestEventListenerBase {
   using TestEventListenerBase::TestEventListenerBase;
 
   void testCaseStarting(const Catch::TestCaseInfo& info) override {
+    std::lock_guard<std::timed_mutex> lock(mutex_);
     current_ = {{"name", info.name}, {"tags", info.tags}, {"file", info.lineInfo.file},
                 {"line", info.lineInfo.line}, {"passed", true}};
     const bool long_test = std::count(info.tags.begin(), info.tags.end(), "slow") +
@@ -86,6 +89,10 @@ class MpiResultsListener : public Catch::TestEventListenerBase {
     const Catch::AssertionResult& result = stats.assertionResult;
     if (result.isOk()) return true;
     if (result.getResultType() == Catch::ResultWas::FatalErrorCondition) fatal_ = true;
+    // After a signal, this runs inside the signal handler, on the thread the
+    // signal interrupted (which may hold the lock): never wait for it then.
+    std::unique_lock<std::timed_mutex> lock(mutex_, std::defer_lock);
+    if (fatal_ ? !lock.try_lock() : (lock.lock(), false)) return true;
     std::string messages;
     for (const auto& info : stats.infoMessages) messages += info.message + "\n";
     std::string message = result.getMessage();
@@ -111,6 +118,8 @@ class MpiResultsListener : public Catch::TestEventListenerBase {
   }
 
   void testCaseEnded(const Catch::TestCaseStats& stats) override {
+    std::unique_lock<std::timed_mutex> lock(mutex_, std::defer_lock);
+    if (fatal_ ? !lock.try_lock() : (lock.lock(), false)) return;
     current_["passed"] = stats.totals.assertions.failed == 0;
     // A signal (a crash, or the launcher stopping the job): Catch2 ends the
     // test case and the run from inside its signal handler. Nothing may wait
@@ -122,7 +131,10 @@ class MpiResultsListener : public Catch::TestEventListenerBase {
       return;
     }
     // Combine on rank 0: passed on every rank, or the first failure with its rank.
-    const std::vector<std::string> outcomes = gather_strings(current_.dump());
+    const std::string mine = current_.dump();
+    lock.unlock();  // the watchdog's hook may need the state while this waits for the other ranks
+    const std::vector<std::string> outcomes = gather_strings(mine);
+    lock.lock();
     workbook::watchdog::disarm();
     if (g_env.rank != 0) return;
     nlohmann::json merged = current_;
@@ -144,7 +156,11 @@ class MpiResultsListener : public Catch::TestEventListenerBase {
     records_.push_back(merged);
   }
 
-  void testRunEnded(const Catch::TestRunStats&) override { write_results(); }
+  void testRunEnded(const Catch::TestRunStats&) override {
+    std::unique_lock<std::timed_mutex> lock(mutex_, std::defer_lock);
+    if (fatal_ ? !lock.try_lock() : (lock.lock(), false)) return;
+    write_results();
+  }
 
   bool fatal() const { return fatal_; }
 
@@ -152,6 +168,10 @@ class MpiResultsListener : public Catch::TestEventListenerBase {
   // test in progress is recorded as failed with the watchdog's message.
   void write_stopped(const std::string& message) {
     if (g_env.rank != 0) return;
+    // The main thread may be stuck holding the lock (or in the middle of an
+    // update): wait a moment, and write nothing rather than a torn record.
+    std::unique_lock<std::timed_mutex> lock(mutex_, std::chrono::seconds(2));
+    if (!lock.owns_lock()) return;
     nlohmann::json stopped = current_;
     stopped["passed"] = false;
     stopped["aborted"] = true;
@@ -174,6 +194,7 @@ class MpiResultsListener : public Catch::TestEventListenerBase {
   nlohmann::json current_;
   nlohmann::json records_ = nlohmann::json::array();
   bool fatal_ = false;
+  std::timed_mutex mutex_;  // current_ and records_: the watchdog's thread reads them too
 };
 
 MpiResultsListener* MpiResultsListener::instance = nullptr;
