@@ -87,6 +87,8 @@ TEST_CASE("ex3.6 resuming from a checkpoint gives bit-identical weights", "[ex3.
   torch::manual_seed(12345);
   auto resumed = std::make_shared<workbook::TinyNet>(16, 0.0, true);
   torch::optim::Adam resumed_optimizer(resumed->parameters(), torch::optim::AdamOptions(1e-2));
+  INFO("every rank loads the checkpoint as soon as save_checkpoint returns: rank 0's file must be complete by "
+       "then on every rank (a barrier after the write), and hold the epoch count");
   REQUIRE(ch03::load_checkpoint(file, *resumed, resumed_optimizer) == 3);
   INFO("after loading, the model (parameters and BatchNorm buffers) equals the one saved");
   REQUIRE(same_state(*resumed, *first));

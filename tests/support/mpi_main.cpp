@@ -147,8 +147,9 @@ class MpiResultsListener : public Catch::TestEventListenerBase {
         merged["passed"] = false;
         if (outcome.contains("failure")) {
           merged["failure"] = outcome["failure"];
-          merged["failure"]["message"] = fmt::format("rank {} of {}: {}", r, g_env.world_size,
-                                                     outcome["failure"].value("message", ""));
+          const std::string message = outcome["failure"].value("message", "");
+          merged["failure"]["message"] = message.empty() ? fmt::format("rank {} of {}", r, g_env.world_size)
+                                                         : fmt::format("rank {} of {}: {}", r, g_env.world_size, message);
         }
       }
       if (r != 0) fmt::print("test \"{}\" failed on rank {} (its message is above)\n", merged.value("name", ""), r);
