@@ -7,6 +7,8 @@
 // rounds, the variants interleaved within each round (medians reported):
 //   step, all-reduce every step      this build's ch03::all_reduce_gradients (flat)
 //   step, per-parameter every step   the given all_reduce_gradients_per_parameter
+//   step, barrier + all-reduce       a barrier before every batch, then the same:
+//                                    what the common "keep the ranks in step" costs
 //   step, all-reduce every 1000      the same steps, communicating once per 1000
 //                                    (never, at this length): the compute alone
 // comm_share = 1 - (every 1000) / (every step): the share of a step spent
@@ -26,7 +28,7 @@ namespace {
 
 using workbook::median;
 
-enum class Averaging { Flat, PerParameter, Every1000 };
+enum class Averaging { Flat, PerParameter, BarrierAndFlat, Every1000 };
 
 int bench(const workbook::LaunchEnv& env, int argc, char** argv) {
   CLI::App app{"Chapter 3: the cost of averaging gradients (flat vs per parameter, and its share of a step)",
@@ -57,10 +59,11 @@ int bench(const workbook::LaunchEnv& env, int argc, char** argv) {
 
   int64_t global_step = 0;
   auto step = [&](Averaging averaging) {
+    if (averaging == Averaging::BarrierAndFlat) comm->barrier();  // not needed: the all-reduce already waits
     optimizer.zero_grad();
     torch::nn::functional::cross_entropy(model->forward(images), labels).backward();
     ++global_step;
-    if (averaging == Averaging::Flat) ch03::all_reduce_gradients(*model, *comm);
+    if (averaging == Averaging::Flat || averaging == Averaging::BarrierAndFlat) ch03::all_reduce_gradients(*model, *comm);
     if (averaging == Averaging::PerParameter) ch03::all_reduce_gradients_per_parameter(*model, *comm);
     if (averaging == Averaging::Every1000 && global_step % 1000 == 0) ch03::all_reduce_gradients(*model, *comm);
     optimizer.step();
@@ -77,7 +80,8 @@ int bench(const workbook::LaunchEnv& env, int argc, char** argv) {
   };
   for (int i = 0; i < 5; ++i) step(Averaging::Flat);  // warm-up: first-call allocations
 
-  const Averaging variants[] = {Averaging::Flat, Averaging::PerParameter, Averaging::Every1000};
+  const Averaging variants[] = {Averaging::Flat, Averaging::PerParameter, Averaging::BarrierAndFlat,
+                                Averaging::Every1000};
   std::map<Averaging, std::vector<double>> step_ms;
   std::vector<double> flat_ms, per_parameter_ms;
   for (int round = 0; round < rounds; ++round) {
@@ -98,6 +102,7 @@ int bench(const workbook::LaunchEnv& env, int argc, char** argv) {
   const double every_step = median(step_ms[Averaging::Flat]);
   const double compute_only = median(step_ms[Averaging::Every1000]);
   const double per_parameter_step = median(step_ms[Averaging::PerParameter]);
+  const double barrier_step = median(step_ms[Averaging::BarrierAndFlat]);
   const double comm_share = 1.0 - compute_only / every_step;
   const double per_parameter_share = 1.0 - compute_only / per_parameter_step;
   int64_t gradient_elements = 0, gradient_tensors = 0;
@@ -115,6 +120,7 @@ int bench(const workbook::LaunchEnv& env, int argc, char** argv) {
   };
   row("step", "self", every_step, comm_share);
   row("step", "per-parameter", per_parameter_step, per_parameter_share);
+  row("step", "barrier+self", barrier_step, 1.0 - compute_only / barrier_step);
   row("step", "every-1000", compute_only, std::nullopt);
   row("allreduce", "self", median(flat_ms), std::nullopt);
   row("allreduce", "per-parameter", median(per_parameter_ms), std::nullopt);
@@ -130,6 +136,8 @@ int bench(const workbook::LaunchEnv& env, int argc, char** argv) {
                                   fmt::format("{:.3f}", comm_share)}));
     fmt::print("{}\n", table.row({"step, per-parameter every step", fmt::format("{:.2f}", per_parameter_step),
                                   fmt::format("{:.3f}", per_parameter_share)}));
+    fmt::print("{}\n", table.row({"step, barrier + all-reduce (flat)", fmt::format("{:.2f}", barrier_step),
+                                  fmt::format("{:.3f}", 1.0 - compute_only / barrier_step)}));
     fmt::print("{}\n", table.row({"step, all-reduce every 1000 steps", fmt::format("{:.2f}", compute_only), "-"}));
     fmt::print("{}\n", table.row({"gradient all-reduce, flat", fmt::format("{:.2f}", median(flat_ms)), "-"}));
     fmt::print("{}\n", table.row({"gradient all-reduce, per parameter", fmt::format("{:.2f}", median(per_parameter_ms)), "-"}));
