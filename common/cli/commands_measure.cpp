@@ -131,6 +131,23 @@ void run_interleaved(std::vector<Impl>& impls, int repeats, int ranks, std::opti
   }
 }
 
+// The medians of an implementation's successful runs (runs == 0: none succeeded).
+struct RunMedians {
+  size_t runs = 0;
+  double samples_per_s = 0, epoch_s = 0, test_accuracy = 0, peak_mem_bytes = 0;
+};
+RunMedians medians_of(const Impl& impl) {
+  std::vector<double> rate, epoch, accuracy, memory;
+  for (const RunOutcome& o : impl.runs) {
+    if (!o.ok) continue;
+    rate.push_back(o.result.value("samples_per_s", 0.0));
+    epoch.push_back(o.result.value("epoch_s", 0.0));
+    accuracy.push_back(o.result.value("test_accuracy", 0.0));
+    memory.push_back(o.result.value("peak_mem_bytes", 0.0));
+  }
+  return {rate.size(), median(rate), median(epoch), median(accuracy), median(memory)};
+}
+
 int bench_rows(const Chapter& chapter, const nlohmann::json& part, const std::vector<Impl>& impls,
                std::optional<std::ofstream>& json) {
   const auto keys = part.value("keys", std::vector<std::string>{});
@@ -274,12 +291,7 @@ int bench_scaling(const Chapter& chapter, const nlohmann::json& part, int repeat
       }
     }
 
-  auto median_rate = [](const Impl& impl) {
-    std::vector<double> rates;
-    for (const RunOutcome& o : impl.runs)
-      if (o.ok) rates.push_back(o.result.value("samples_per_s", 0.0));
-    return median(rates);
-  };
+  auto median_rate = [](const Impl& impl) { return medians_of(impl).samples_per_s; };
   fmt::print("\n{:<14} {:>6} {:>11} {:>9} {:>9} {:>12} {:>13}\n", "impl", "config", "samples/s", "epoch_s", "test_acc",
              "peak_mem", "vs_reference");
   bool reference_ok = false;
@@ -287,27 +299,20 @@ int bench_scaling(const Chapter& chapter, const nlohmann::json& part, int repeat
     const double reference_rate = median_rate(config.impls[1]);
     reference_ok = reference_ok || reference_rate > 0;
     for (const Impl& impl : config.impls) {
-      std::vector<double> rate, epoch, accuracy, memory;
-      for (const RunOutcome& o : impl.runs) {
-        if (!o.ok) continue;
-        rate.push_back(o.result.value("samples_per_s", 0.0));
-        epoch.push_back(o.result.value("epoch_s", 0.0));
-        accuracy.push_back(o.result.value("test_accuracy", 0.0));
-        memory.push_back(o.result.value("peak_mem_bytes", 0.0));
-      }
-      if (rate.empty()) {
+      const RunMedians m = medians_of(impl);
+      if (m.runs == 0) {
         const std::string error = impl.error();
         fmt::print("{:<14} {:>6} {}\n", impl.name, config.name, error.substr(0, error.find(": replace")));
         continue;
       }
-      const double ratio = reference_rate > 0 ? median(rate) / reference_rate : 0.0;
-      fmt::print("{:<14} {:>6} {:>11.1f} {:>9.2f} {:>9.4f} {:>12} {:>12.2f}x\n", impl.name, config.name, median(rate),
-                 median(epoch), median(accuracy), format_mib(median(memory)), ratio);
+      const double ratio = reference_rate > 0 ? m.samples_per_s / reference_rate : 0.0;
+      fmt::print("{:<14} {:>6} {:>11.1f} {:>9.2f} {:>9.4f} {:>12} {:>12.2f}x\n", impl.name, config.name,
+                 m.samples_per_s, m.epoch_s, m.test_accuracy, format_mib(m.peak_mem_bytes), ratio);
       if (json)
         *json << nlohmann::json({{"type", "bench"}, {"chapter", chapter.id}, {"impl", impl.name},
                                  {"config", config.name}, {"ranks", config.ranks}, {"threads", config.threads},
-                                 {"runs", rate.size()}, {"samples_per_s", median(rate)}, {"epoch_s", median(epoch)},
-                                 {"test_accuracy", median(accuracy)}, {"peak_mem_bytes", median(memory)},
+                                 {"runs", m.runs}, {"samples_per_s", m.samples_per_s}, {"epoch_s", m.epoch_s},
+                                 {"test_accuracy", m.test_accuracy}, {"peak_mem_bytes", m.peak_mem_bytes},
                                  {"vs_reference", ratio}})
                      .dump()
               << "\n";
@@ -389,36 +394,24 @@ int bench_part(const Chapter& chapter, const nlohmann::json& part, int ranks_fla
   run_interleaved(impls, repeats, ranks, json);
   if (part.value("kind", "") == "rows") return bench_rows(chapter, part, impls, json);
 
-  auto reference_rate = [&]() {
-    std::vector<double> rates;
-    for (const RunOutcome& o : impls[1].runs)
-      if (o.ok) rates.push_back(o.result.value("samples_per_s", 0.0));
-    return median(rates);
-  }();
+  const double reference_rate = medians_of(impls[1]).samples_per_s;
   fmt::print("\n{:<16} {:>11} {:>9} {:>9} {:>12} {:>13}\n", "impl", "samples/s", "epoch_s", "test_acc", "peak_mem",
              "vs_reference");
   for (const Impl& impl : impls) {
-    std::vector<double> rate, epoch, accuracy, memory;
-    for (const RunOutcome& o : impl.runs) {
-      if (!o.ok) continue;
-      rate.push_back(o.result.value("samples_per_s", 0.0));
-      epoch.push_back(o.result.value("epoch_s", 0.0));
-      accuracy.push_back(o.result.value("test_accuracy", 0.0));
-      memory.push_back(o.result.value("peak_mem_bytes", 0.0));
-    }
-    if (rate.empty()) {
+    const RunMedians m = medians_of(impl);
+    if (m.runs == 0) {
       const std::string error = impl.error();
       fmt::print("{:<16} {}\n", impl.name, error.substr(0, error.find(": replace")));
       continue;
     }
-    const double ratio = reference_rate > 0 ? median(rate) / reference_rate : 0.0;
-    fmt::print("{:<16} {:>11.1f} {:>9.2f} {:>9.4f} {:>12} {:>12.2f}x\n", impl.name, median(rate), median(epoch),
-               median(accuracy), format_mib(median(memory)), ratio);
+    const double ratio = reference_rate > 0 ? m.samples_per_s / reference_rate : 0.0;
+    fmt::print("{:<16} {:>11.1f} {:>9.2f} {:>9.4f} {:>12} {:>12.2f}x\n", impl.name, m.samples_per_s, m.epoch_s,
+               m.test_accuracy, format_mib(m.peak_mem_bytes), ratio);
     if (json)
       *json << nlohmann::json({{"type", "bench"}, {"chapter", chapter.id}, {"impl", impl.name}, {"ranks", ranks},
-                               {"threads", threads}, {"runs", rate.size()}, {"samples_per_s", median(rate)},
-                               {"epoch_s", median(epoch)}, {"test_accuracy", median(accuracy)},
-                               {"peak_mem_bytes", median(memory)}, {"vs_reference", ratio}})
+                               {"threads", threads}, {"runs", m.runs}, {"samples_per_s", m.samples_per_s},
+                               {"epoch_s", m.epoch_s}, {"test_accuracy", m.test_accuracy},
+                               {"peak_mem_bytes", m.peak_mem_bytes}, {"vs_reference", ratio}})
                    .dump()
             << "\n";
   }

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "test_record.hpp"
 #include "workbook/allocator.hpp"
 #include "workbook/device.hpp"
 
@@ -22,24 +23,10 @@ class ResultsListener : public Catch::TestEventListenerBase {
  public:
   using TestEventListenerBase::TestEventListenerBase;
 
-  void testCaseStarting(const Catch::TestCaseInfo& info) override {
-    current_ = {{"name", info.name}, {"tags", info.tags}, {"file", info.lineInfo.file},
-                {"line", info.lineInfo.line}, {"passed", true}};
-  }
+  void testCaseStarting(const Catch::TestCaseInfo& info) override { current_ = test_record::start(info); }
 
   bool assertionEnded(const Catch::AssertionStats& stats) override {
-    const Catch::AssertionResult& result = stats.assertionResult;
-    if (!result.isOk() && !current_.contains("failure")) {
-      std::string messages;
-      for (const auto& info : stats.infoMessages) messages += info.message + "\n";
-      current_["failure"] = {{"file", result.getSourceInfo().file},
-                             {"line", result.getSourceInfo().line},
-                             {"macro", std::string(result.getTestMacroName())},
-                             {"expression", result.hasExpression() ? result.getExpressionInMacro() : ""},
-                             {"expanded", result.hasExpression() ? result.getExpandedExpression() : ""},
-                             {"message", result.getMessage()},
-                             {"info", messages}};
-    }
+    if (!stats.assertionResult.isOk() && !current_.contains("failure")) current_["failure"] = test_record::failure(stats);
     return true;
   }
 

@@ -34,6 +34,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mpi_test.hpp"
+#include "test_record.hpp"
 #include "workbook/allocator.hpp"
 #include "workbook/device.hpp"
 #include "workbook/watchdog.hpp"
@@ -76,8 +77,7 @@ class MpiResultsListener : public Catch::TestEventListenerBase {
 
   void testCaseStarting(const Catch::TestCaseInfo& info) override {
     std::lock_guard<std::timed_mutex> lock(mutex_);
-    current_ = {{"name", info.name}, {"tags", info.tags}, {"file", info.lineInfo.file},
-                {"line", info.lineInfo.line}, {"passed", true}};
+    current_ = test_record::start(info);
     const bool long_test = std::count(info.tags.begin(), info.tags.end(), "slow") +
                                std::count(info.tags.begin(), info.tags.end(), "timing") > 0;
     double limit = long_test ? 900.0 : 120.0;
@@ -93,18 +93,10 @@ class MpiResultsListener : public Catch::TestEventListenerBase {
     // signal interrupted (which may hold the lock): never wait for it then.
     std::unique_lock<std::timed_mutex> lock(mutex_, std::defer_lock);
     if (fatal_ ? !lock.try_lock() : (lock.lock(), false)) return true;
-    std::string messages;
-    for (const auto& info : stats.infoMessages) messages += info.message + "\n";
-    std::string message = result.getMessage();
-    message = message.substr(0, message.find("\nException raised from"));  // LibTorch's backtrace: noise here
-    const nlohmann::json failure = {{"file", result.getSourceInfo().file},
-                                    {"line", result.getSourceInfo().line},
-                                    {"macro", std::string(result.getTestMacroName())},
-                                    {"expression", result.hasExpression() ? result.getExpressionInMacro() : ""},
-                                    {"expanded", result.hasExpression() ? result.getExpandedExpression() : ""},
-                                    {"message", message},
-                                    {"info", messages},
-                                    {"rank", g_env.rank}};
+    nlohmann::json failure = test_record::failure(stats);
+    failure["rank"] = g_env.rank;
+    const std::string message = failure["message"];
+    const std::string messages = failure["info"];
     if (!current_.contains("failure")) current_["failure"] = failure;
     if (g_env.rank != 0) {  // rank 0's failures are in Catch2's own report
       fmt::print(stderr, "\n{}: FAILED in test \"{}\" at {}:{}\n", g_env.label(), current_.value("name", ""),

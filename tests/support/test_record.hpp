@@ -1,0 +1,33 @@
+// test_record.hpp — the JSON a test runner writes for each test case and its
+// first failed assertion ($WORKBOOK_RESULTS), shared by the single-process
+// runner (catch_main.cpp) and the multi-process one (mpi_main.cpp).
+#pragma once
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+namespace test_record {
+
+// {"name", "tags", "file", "line", "passed": true}, before the test runs.
+inline nlohmann::json start(const Catch::TestCaseInfo& info) {
+  return {{"name", info.name}, {"tags", info.tags}, {"file", info.lineInfo.file},
+          {"line", info.lineInfo.line}, {"passed", true}};
+}
+
+// A failed assertion: where, the expression with its values, the message
+// (without LibTorch's backtrace, which is noise here) and the INFO messages.
+inline nlohmann::json failure(const Catch::AssertionStats& stats) {
+  const Catch::AssertionResult& result = stats.assertionResult;
+  std::string messages;
+  for (const auto& info : stats.infoMessages) messages += info.message + "\n";
+  std::string message = result.getMessage();
+  message = message.substr(0, message.find("\nException raised from"));
+  return {{"file", result.getSourceInfo().file},
+          {"line", result.getSourceInfo().line},
+          {"macro", std::string(result.getTestMacroName())},
+          {"expression", result.hasExpression() ? result.getExpressionInMacro() : ""},
+          {"expanded", result.hasExpression() ? result.getExpandedExpression() : ""},
+          {"message", message},
+          {"info", messages}};
+}
+
+}  // namespace test_record
