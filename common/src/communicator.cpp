@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 
 #include <fmt/format.h>
 
@@ -38,6 +39,7 @@ std::string arguments(CommOp op, torch::ScalarType dtype, int64_t count, int pee
     case CommOp::ReduceScatter: return text + (reduce == ReduceOp::Sum ? ", sum" : ", average");
     case CommOp::Send: return text + fmt::format(", to rank {}", peer);
     case CommOp::Recv: return text + fmt::format(", from rank {}", peer);
+    case CommOp::Exchange: return text;  // the caller adds both peers
     default: return text;
   }
 }
@@ -46,15 +48,53 @@ std::string arguments(CommOp op, torch::ScalarType dtype, int64_t count, int pee
 
 const char* op_name(CommOp op) {
   static const char* names[kCommOpCount] = {"barrier", "broadcast", "all_reduce", "all_gather",
-                                            "reduce_scatter", "send", "recv"};
+                                            "reduce_scatter", "send", "recv", "exchange"};
   return names[static_cast<int>(op)];
 }
 
 int64_t CommStats::collectives() const {
   int64_t total = 0;
   for (int i = 0; i < kCommOpCount; ++i)
-    if (i != static_cast<int>(CommOp::Send) && i != static_cast<int>(CommOp::Recv)) total += calls[i];
+    if (i != static_cast<int>(CommOp::Send) && i != static_cast<int>(CommOp::Recv) &&
+        i != static_cast<int>(CommOp::Exchange))
+      total += calls[i];
   return total;
+}
+
+int64_t CommStats::elements_sent() const {
+  return elements[static_cast<int>(CommOp::Send)] + elements[static_cast<int>(CommOp::Exchange)];
+}
+
+PendingExchange& PendingExchange::operator=(PendingExchange&& other) noexcept {
+  if (this != &other) {
+    if (wait_ && std::uncaught_exceptions() == 0) wait();
+    wait_ = std::move(other.wait_);
+    other.wait_ = nullptr;
+    what_ = std::move(other.what_);
+    timeout_s_ = other.timeout_s_;
+  }
+  return *this;
+}
+
+PendingExchange::~PendingExchange() {
+  // Unwinding after an error, the peer may never answer: do not wait.
+  if (wait_ && std::uncaught_exceptions() == 0) {
+    try {
+      wait();
+    } catch (const std::exception& error) {
+      fmt::print(stderr, "{}\n", error.what());
+      std::fflush(stderr);
+      std::abort();  // a destructor cannot throw, and the data is not there
+    }
+  }
+}
+
+void PendingExchange::wait() {
+  if (!wait_) return;
+  const watchdog::CallScope call(what_, timeout_s_);
+  std::function<void()> waiting = std::move(wait_);
+  wait_ = nullptr;
+  waiting();
 }
 
 CommunicatorOptions CommunicatorOptions::from_environment() {
@@ -104,7 +144,7 @@ std::unique_ptr<watchdog::CallScope> Communicator::begin(CommOp op, const torch:
   const std::string args = arguments(op, dtype, count, peer, reduce);
   auto scope = std::make_unique<watchdog::CallScope>(fmt::format("{} #{} ({})", op_name(op), sequence_, args),
                                                      options_.timeout_s);
-  const bool collective = op != CommOp::Send && op != CommOp::Recv;
+  const bool collective = op != CommOp::Send && op != CommOp::Recv && op != CommOp::Exchange;
   if (collective && options_.check_collectives && size() > 1) {
     // A fixed-length signature: the collective's place in the sequence of
     // collectives, its name and its arguments.
@@ -189,6 +229,21 @@ void Communicator::recv(torch::Tensor& tensor, int peer) {
             peer, rank(), size());
   const auto call = begin(CommOp::Recv, &tensor, tensor.numel(), peer, ReduceOp::Sum);
   do_recv(tensor, peer);
+}
+
+PendingExchange Communicator::start_exchange(const torch::Tensor& send, int to, torch::Tensor& recv, int from) {
+  check_tensor(send, CommOp::Exchange, "send");
+  check_tensor(recv, CommOp::Exchange, "recv");
+  WB_ASSERT(to >= 0 && to < size() && to != rank() && from >= 0 && from < size() && from != rank(),
+            "exchange: to {} and from {} must be other ranks (this is rank {} of {})", to, from, rank(), size());
+  std::string what;
+  {
+    const auto call = begin(CommOp::Exchange, &send, send.numel(), to, ReduceOp::Sum);
+    what = fmt::format("{} #{} ({} x {} to rank {}, {} x {} from rank {})", op_name(CommOp::Exchange), sequence_,
+                       dtype_name(send.scalar_type()), send.numel(), to, dtype_name(recv.scalar_type()),
+                       recv.numel(), from);
+    return PendingExchange(do_start_exchange(send, to, recv, from), std::move(what), options_.timeout_s);
+  }
 }
 
 void exit_distributed(int status, const LaunchEnv& env) {

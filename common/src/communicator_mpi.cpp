@@ -1,6 +1,8 @@
 // communicator_mpi.cpp — the MPI backend: CPU tensors over Open MPI (or any
 // MPI), and the start of MPI itself, which the NCCL backend uses too.
+#include <array>
 #include <cstdlib>
+#include <memory>
 
 #include <fmt/format.h>
 
@@ -148,6 +150,29 @@ class MpiCommunicator final : public Communicator {
       throw CommunicationError(fmt::format("{}: recv from rank {} expected {} elements and got {}: the send and the "
                                            "recv must have the same count", launch_env().label(), peer,
                                            tensor.numel(), received));
+  }
+
+  std::function<void()> do_start_exchange(const torch::Tensor& send, int to, torch::Tensor& recv,
+                                          int from) override {
+    // Note: the receive is posted first, so the data of a peer's send can
+    // land directly in `recv`. Tag 1 keeps exchanges apart from send/recv.
+    auto requests = std::make_shared<std::array<MPI_Request, 2>>();
+    const MPI_Datatype recv_type = mpi_type(recv.scalar_type());
+    check(MPI_Irecv(recv.data_ptr(), mpi_count(recv.numel()), recv_type, from, 1, data_, &(*requests)[0]),
+          "MPI_Irecv");
+    check(MPI_Isend(send.data_ptr(), mpi_count(send.numel()), mpi_type(send.scalar_type()), to, 1, data_,
+                    &(*requests)[1]),
+          "MPI_Isend");
+    return [this, requests, recv_type, expected = recv.numel(), from] {
+      std::array<MPI_Status, 2> statuses;
+      check(MPI_Waitall(2, requests->data(), statuses.data()), "MPI_Waitall (exchange)");
+      int received = 0;
+      check(MPI_Get_count(&statuses[0], recv_type, &received), "MPI_Get_count");
+      if (received != expected)
+        throw CommunicationError(fmt::format("{}: exchange expected {} elements from rank {} and got {}: both "
+                                             "sides of an exchange must agree on the count", launch_env().label(),
+                                             expected, from, received));
+    };
   }
 
   std::vector<std::string> exchange_signatures(const std::string& bytes) override {

@@ -149,6 +149,21 @@ class NcclCommunicator final : public Communicator {
                launch_env(), "ncclRecv");
     wait("ncclRecv");
   }
+  std::function<void()> do_start_exchange(const torch::Tensor& send, int to, torch::Tensor& recv,
+                                          int from) override {
+    // Note: NCCL's send and recv block the stream until the peer's matching
+    // call arrives, so a ring of ranks that each send before receiving would
+    // deadlock. Inside one group the two are issued together.
+    check_nccl(ncclGroupStart(), launch_env(), "ncclGroupStart");
+    check_nccl(ncclSend(send.data_ptr(), static_cast<size_t>(send.numel()), nccl_type(send.scalar_type()), to, comm_,
+                        stream()),
+               launch_env(), "ncclSend");
+    check_nccl(ncclRecv(recv.data_ptr(), static_cast<size_t>(recv.numel()), nccl_type(recv.scalar_type()), from,
+                        comm_, stream()),
+               launch_env(), "ncclRecv");
+    check_nccl(ncclGroupEnd(), launch_env(), "ncclGroupEnd (exchange)");
+    return [this] { wait("exchange (ncclSend + ncclRecv)"); };
+  }
   std::vector<std::string> exchange_signatures(const std::string& bytes) override {
     return allgather_bytes(check_, bytes, launch_env());
   }

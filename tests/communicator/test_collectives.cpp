@@ -109,6 +109,29 @@ TEST_CASE("send and recv pass a tensor around the ring", "[communicator][np3]") 
   REQUIRE(comm->stats().collectives() == 0);
 }
 
+TEST_CASE("exchange sends right and receives from the left at once, in the order started", "[communicator][np3]") {
+  auto comm = mpi_test::communicator();
+  if (comm->size() == 1) return;
+  const int next = (comm->rank() + 1) % comm->size(), previous = (comm->rank() + comm->size() - 1) % comm->size();
+  // Every rank sends first and receives second: with blocking sends of 4 MB
+  // this would deadlock; an exchange cannot. Two in flight at once match in order.
+  const int64_t large = 1000003, small = 3;
+  torch::Tensor out_large = exact_values(large, comm->rank() + 1, torch::kFloat32);
+  torch::Tensor out_small = exact_values(small, comm->rank() + 7, torch::kFloat64);
+  torch::Tensor in_large = torch::empty({large}, torch::kFloat32), in_small = torch::empty({small}, torch::kFloat64);
+  torch::Tensor in_empty = torch::empty({0}, torch::kFloat32);
+  workbook::PendingExchange first = comm->start_exchange(out_large, next, in_large, previous);
+  workbook::PendingExchange second = comm->start_exchange(out_small, next, in_small, previous);
+  second.wait();
+  first.wait();
+  comm->exchange(torch::empty({0}, torch::kFloat32), next, in_empty, previous);  // nothing to send is fine
+  REQUIRE(torch::equal(in_large, exact_values(large, previous + 1, torch::kFloat32)));
+  REQUIRE(torch::equal(in_small, exact_values(small, previous + 7, torch::kFloat64)));
+  REQUIRE(comm->stats().count(workbook::CommOp::Exchange) == 3);
+  REQUIRE(comm->stats().elements_sent() == large + small);
+  REQUIRE(comm->stats().collectives() == 0);
+}
+
 TEST_CASE("a recv whose count differs from the send's is an error, not garbage", "[communicator]") {
   auto comm = mpi_test::communicator();
   if (comm->size() < 2 || comm->rank() > 1) return;

@@ -4,6 +4,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -18,8 +19,8 @@ enum class Backend { Mpi, Nccl };
 enum class ReduceOp { Sum, Average };
 
 // The operations, for counting and for messages.
-enum class CommOp { Barrier, Broadcast, AllReduce, AllGather, ReduceScatter, Send, Recv };
-inline constexpr int kCommOpCount = 7;
+enum class CommOp { Barrier, Broadcast, AllReduce, AllGather, ReduceScatter, Send, Recv, Exchange };
+inline constexpr int kCommOpCount = 8;
 const char* op_name(CommOp op);
 
 struct CommunicatorOptions {
@@ -43,12 +44,36 @@ class CommunicationError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// What a communicator has done: calls and elements per operation.
+// What a communicator has done: calls and elements per operation (for an
+// exchange, the elements it sent).
 struct CommStats {
   std::array<int64_t, kCommOpCount> calls{};
   std::array<int64_t, kCommOpCount> elements{};
   int64_t count(CommOp op) const { return calls[static_cast<int>(op)]; }
-  int64_t collectives() const;  // every call but send and recv
+  int64_t collectives() const;  // every call but send, recv and exchange
+  // Elements this rank sent point to point (send and exchange): what a
+  // collective built from them, like Chapter 4's ring, puts on the wire.
+  int64_t elements_sent() const;
+};
+
+// An exchange in flight (Communicator::start_exchange). wait() returns once
+// both its send and its receive are complete; until then neither tensor may
+// be touched or freed. Waited for on destruction if wait() was not called.
+class PendingExchange {
+ public:
+  PendingExchange() = default;
+  PendingExchange(std::function<void()> wait, std::string what, double timeout_s)
+      : wait_(std::move(wait)), what_(std::move(what)), timeout_s_(timeout_s) {}
+  PendingExchange(PendingExchange&& other) noexcept { *this = std::move(other); }
+  PendingExchange& operator=(PendingExchange&& other) noexcept;
+  ~PendingExchange();
+  void wait();  // watched like any call: "exchange #12 (...) did not return in 60 s"
+  bool pending() const { return static_cast<bool>(wait_); }
+
+ private:
+  std::function<void()> wait_;
+  std::string what_;
+  double timeout_s_ = 0.0;
 };
 
 // Note: [Communicator semantics]
@@ -92,6 +117,17 @@ class Communicator {
   // Point to point: `recv` fills `tensor` (its dtype and count must match the send).
   void send(const torch::Tensor& tensor, int peer);
   void recv(torch::Tensor& tensor, int peer);
+  // Sends `send` to rank `to` and, at the same time, receives `recv` from
+  // rank `from` (the two may be one rank): the step of a ring. Both directions
+  // progress together, so ranks that all exchange at once cannot deadlock,
+  // while a send posted before its recv can (once messages are too large for
+  // the library to buffer, a blocking send waits for its receiver). Exchanges
+  // between two ranks match in the order they were started. On NCCL the pair
+  // is one ncclGroupStart/ncclSend/ncclRecv/ncclGroupEnd.
+  PendingExchange start_exchange(const torch::Tensor& send, int to, torch::Tensor& recv, int from);
+  void exchange(const torch::Tensor& send, int to, torch::Tensor& recv, int from) {
+    start_exchange(send, to, recv, from).wait();
+  }
 
  protected:
   Communicator(LaunchEnv env, CommunicatorOptions options);
@@ -102,6 +138,8 @@ class Communicator {
   virtual void do_reduce_scatter(const torch::Tensor& input, torch::Tensor& output, ReduceOp op) = 0;
   virtual void do_send(const torch::Tensor& tensor, int peer) = 0;
   virtual void do_recv(torch::Tensor& tensor, int peer) = 0;
+  // Starts both transfers and returns what waits for them (and checks the count received).
+  virtual std::function<void()> do_start_exchange(const torch::Tensor& send, int to, torch::Tensor& recv, int from) = 0;
   // Gathers `bytes` (the same length on every rank) from every rank over a
   // channel separate from the data: what the collective check compares.
   virtual std::vector<std::string> exchange_signatures(const std::string& bytes) = 0;
