@@ -240,6 +240,95 @@ int bench_rows(const Chapter& chapter, const nlohmann::json& part, const std::ve
   return reference_ok ? 0 : 1;
 }
 
+// A "bandwidth" part (nccl-tests' table): the program writes one row per
+// buffer size and implementation, {"type": "row", "size", "count", "impl",
+// "time_us", "algbw", "busbw", "wrong"}, where impl "self" is the build's own
+// collective and the others the library's ("mpi", "nccl") and "memcpy".
+// Printed: a line per size with a group of columns per implementation (the
+// student's, the reference's, the library's), then the reference's busbw
+// over the library's measured in the same run ("vs_library"), and memcpy.
+int bench_bandwidth(const Chapter& chapter, const nlohmann::json& part, const std::vector<Impl>& impls,
+                    std::optional<std::ofstream>& json) {
+  struct Cell {
+    std::vector<double> time_us, algbw, busbw, vs_library;
+    int64_t wrong = 0;
+  };
+  std::map<int64_t, std::map<std::string, Cell>> by_size;  // size -> impl -> samples
+  std::vector<std::string> columns = {"student-ring", "reference-ring"};
+  for (const Impl& impl : impls)
+    for (const RunOutcome& outcome : impl.runs) {
+      if (!outcome.ok) continue;
+      for (const nlohmann::json& line : outcome.lines) {
+        if (line.value("type", "") != "row") continue;
+        std::string name = line.value("impl", "self");
+        if (name == "self") name = impl.name + "-ring";
+        else if (impl.name != "reference") continue;  // the library's numbers: from the reference's runs
+        if (name != "memcpy" && std::find(columns.begin(), columns.end(), name) == columns.end())
+          columns.push_back(name);
+        Cell& cell = by_size[line.value("size", int64_t{0})][name];
+        cell.time_us.push_back(line.value("time_us", 0.0));
+        cell.algbw.push_back(line.value("algbw", 0.0));
+        cell.busbw.push_back(line.value("busbw", 0.0));
+        if (line.contains("vs_library")) cell.vs_library.push_back(line.value("vs_library", 0.0));
+        cell.wrong = std::max(cell.wrong, line.value("wrong", int64_t{0}));
+      }
+    }
+  std::string top = fmt::format("{:>10} {:>10} {:>5}", "", "", "");
+  std::string names = fmt::format("{:>10} {:>10} {:>5}", "size", "count", "type");
+  std::string units = fmt::format("{:>10} {:>10} {:>5}", "(B)", "(elements)", "");
+  for (const std::string& c : columns) {
+    top += fmt::format(" | {:^30}", c);
+    names += fmt::format(" | {:>9} {:>6} {:>6} {:>6}", "time", "algbw", "busbw", "#wrong");
+    units += fmt::format(" | {:>9} {:>6} {:>6} {:>6}", "(us)", "(GB/s)", "(GB/s)", "");
+  }
+  top += fmt::format(" | {:>7} | {:>7}", "ref/lib", "memcpy");
+  names += fmt::format(" | {:>7} | {:>7}", "busbw", "");
+  units += fmt::format(" | {:>7} | {:>7}", "", "(GB/s)");
+  fmt::print("\n{}\n{}\n{}\n", top, names, units);
+  std::map<std::string, std::vector<double>> busbw_of;
+  for (const auto& [size, cells] : by_size) {
+    std::string line = fmt::format("{:>10} {:>10} {:>5}", size, size / 4, "float");
+    for (const std::string& c : columns) {
+      auto it = cells.find(c);
+      if (it == cells.end()) {
+        line += fmt::format(" | {:>9} {:>6} {:>6} {:>6}", "-", "-", "-", "-");
+        continue;
+      }
+      const Cell& cell = it->second;
+      line += fmt::format(" | {:>9.1f} {:>6.2f} {:>6.2f} {:>6}", median(cell.time_us), median(cell.algbw),
+                          median(cell.busbw), cell.wrong);
+      busbw_of[c].push_back(median(cell.busbw));
+    }
+    auto ref = cells.find("reference-ring");
+    auto copy = cells.find("memcpy");
+    const double vs = ref != cells.end() ? median(ref->second.vs_library) : 0.0;
+    line += vs > 0 ? fmt::format(" | {:>6.2f}x", vs) : fmt::format(" | {:>7}", "-");
+    line += copy != cells.end() ? fmt::format(" | {:>7.2f}", median(copy->second.algbw)) : fmt::format(" | {:>7}", "-");
+    fmt::print("{}\n", line);
+    if (json)
+      for (const auto& [name, cell] : cells) {
+        nlohmann::json row = {{"type", "bench_bandwidth"}, {"chapter", chapter.id}, {"impl", name}, {"size", size},
+                              {"time_us", median(cell.time_us)}, {"algbw", median(cell.algbw)},
+                              {"busbw", median(cell.busbw)}, {"wrong", cell.wrong}};
+        if (!cell.vs_library.empty()) row["vs_library"] = median(cell.vs_library);
+        *json << row.dump() << "\n";
+      }
+  }
+  std::string average = "# Avg bus bandwidth:";
+  for (const std::string& c : columns)
+    if (!busbw_of[c].empty()) {
+      double sum = 0;
+      for (double v : busbw_of[c]) sum += v;
+      average += fmt::format(" {} {:.3f} GB/s;", c, sum / static_cast<double>(busbw_of[c].size()));
+    }
+  fmt::print("\n{}\n", average);
+  const std::string student_error = impls[0].error();
+  if (!student_error.empty()) fmt::print("\nstudent: {}\n", student_error.substr(0, student_error.find(": replace")));
+  const std::string note = part.value("note", "");
+  if (!note.empty()) fmt::print("\n{}\n", note);
+  return by_size.empty() ? 1 : 0;
+}
+
 // The student's build, the reference build and the part's baselines, each
 // with `args` after its command.
 std::vector<Impl> bench_impls(const Chapter& chapter, const nlohmann::json& part, const std::string& program,
@@ -345,15 +434,17 @@ int bench_scaling(const Chapter& chapter, const nlohmann::json& part, int repeat
 
 }  // namespace
 
-int bench_part(const Chapter& chapter, const nlohmann::json& part, int ranks_flag, std::optional<int> repeats_flag,
-               std::optional<std::ofstream>& json, const std::vector<std::string>& extra_args);
+int bench_part(const Chapter& chapter, const nlohmann::json& part, std::optional<int> ranks_flag,
+               std::optional<int> repeats_flag, std::optional<std::ofstream>& json,
+               const std::vector<std::string>& extra_args);
 
-int cmd_bench(const std::string& chapter_name, int ranks, std::optional<int> repeats_flag,
+int cmd_bench(const std::string& chapter_name, std::optional<int> ranks, std::optional<int> repeats_flag,
               const std::optional<std::string>& json_file, const std::vector<std::string>& extra_args) {
   const auto chapters = load_chapters();
   const Chapter& chapter = find_chapter(chapters, chapter_name);
   WB_CHECK(!chapter.bench.empty(), "{} has no benchmark", chapter.id);
-  WB_CHECK(ranks <= chapter.max_ranks, "{} runs on at most {} rank(s), not {}", chapter.id, chapter.max_ranks, ranks);
+  WB_CHECK(ranks.value_or(1) <= chapter.max_ranks, "{} runs on at most {} rank(s), not {}", chapter.id,
+           chapter.max_ranks, ranks.value_or(1));
   std::vector<std::string> targets;
   for (const auto& part : chapter.bench) {
     const std::string program = part.value("program", chapter.program);
@@ -376,11 +467,13 @@ int cmd_bench(const std::string& chapter_name, int ranks, std::optional<int> rep
 
 // One part of a chapter's benchmark: "scaling", "rows", or (the default) whole
 // training runs of every implementation compared by samples/s.
-int bench_part(const Chapter& chapter, const nlohmann::json& part, int ranks_flag, std::optional<int> repeats_flag,
-               std::optional<std::ofstream>& json, const std::vector<std::string>& extra_args) {
+int bench_part(const Chapter& chapter, const nlohmann::json& part, std::optional<int> ranks_flag,
+               std::optional<int> repeats_flag, std::optional<std::ofstream>& json,
+               const std::vector<std::string>& extra_args) {
   const int repeats = repeats_flag.value_or(part.value("repeats", 3));
   if (part.value("kind", "") == "scaling") return bench_scaling(chapter, part, repeats, extra_args, json);
-  const int ranks = part.value("ranks", ranks_flag);  // a part may fix its rank count
+  // A part may fix its rank count ("ranks"), or only suggest one when --ranks is not given ("default_ranks").
+  const int ranks = part.value("ranks", ranks_flag.value_or(part.value("default_ranks", 1)));
   const std::string program = part.value("program", chapter.program);
   const int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ranks);
   std::vector<std::string> args = {"--threads", std::to_string(threads)};
@@ -393,6 +486,7 @@ int bench_part(const Chapter& chapter, const nlohmann::json& part, int ranks_fla
              repeats);
   run_interleaved(impls, repeats, ranks, json);
   if (part.value("kind", "") == "rows") return bench_rows(chapter, part, impls, json);
+  if (part.value("kind", "") == "bandwidth") return bench_bandwidth(chapter, part, impls, json);
 
   const double reference_rate = medians_of(impls[1]).samples_per_s;
   fmt::print("\n{:<16} {:>11} {:>9} {:>9} {:>12} {:>13}\n", "impl", "samples/s", "epoch_s", "test_acc", "peak_mem",

@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
 
   auto* bench = app.add_subcommand("bench", "your code and the reference side by side, in one run, with ratios");
   static std::string bench_chapter;
-  static int bench_ranks = 1;
+  static std::optional<int> bench_ranks;  // unset: each part's default
   static std::optional<int> bench_repeats;
   static std::optional<std::string> bench_json;
   static std::vector<std::string> bench_args;

@@ -1,0 +1,25 @@
+// reduce_scatter.cpp — ex4.1: the first half of the ring all-reduce.
+#include "ring.hpp"
+
+#include <array>
+
+#include "workbook/add_into.hpp"
+#include "workbook/errors.hpp"
+
+namespace ch04 {
+
+// Note: [chunks]
+// A step could exchange its whole segment, then add it: while the bytes
+// travel, the adder idles; while it adds, the link idles. Cut into chunks,
+// the two overlap: the exchange of chunk k+1 is started before chunk k is
+// added, into the other half of a two-chunk scratch buffer. Every rank
+// computes the same number of chunks per step (from the largest segment), so
+// the exchanges pair up; a shorter segment's last chunks may be empty.
+void ring_reduce_scatter(torch::Tensor& buffer, workbook::Communicator& comm, const RingOptions& options) {
+  WB_ASSERT(buffer.dim() == 1 && buffer.is_contiguous() && buffer.is_floating_point(),
+            "ring_reduce_scatter needs a flat, contiguous floating-point buffer");
+  WB_ASSERT(options.chunk_elements > 0, "chunk_elements must be positive, is {}", options.chunk_elements);
+  WB_NOT_IMPLEMENTED("ex4.1");  // TODO(ex4.1): your code here
+}
+
+}  // namespace ch04

@@ -1,0 +1,138 @@
+// reducer.hpp — Chapter 4's bucketed, overlapped gradient averaging: what
+// PyTorch's DistributedDataParallel does during backward.
+//
+//   backward:  fc3 fc2 ─┐    fc1 ───────────┐    conv2 bn2 conv1 bn1 ─┐
+//   gradients:  ready   │     ready         │       ready             │
+//                  bucket 0 full       bucket 1 full             bucket 2 full
+//   comm thread:        └► all-reduce 0 ──► └► all-reduce 1 ──────►   └► all-reduce 2
+//   finish():                                                          wait, copy back
+//
+// Parameters are grouped into buckets in reverse registration order (the
+// order backward produces their gradients). A hook on each parameter copies
+// its gradient into its bucket's flat buffer; when a bucket is complete it
+// is handed to a communication thread, which all-reduces it while backward
+// goes on computing the earlier layers' gradients. finish() waits for the
+// last bucket and writes the averages into the parameters' .grad.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "ring.hpp"
+#include "workbook/communicator.hpp"
+
+namespace ch04 {
+
+// ---- ex4.4: which parameters go in which bucket -------------------------------
+
+struct Bucket {
+  std::vector<size_t> parameters;  // indices into the parameter list, in the order they were added
+  std::vector<int64_t> offsets;    // where each parameter's gradient starts in the flat buffer
+  int64_t elements = 0;            // the buffer's length
+};
+
+// As PyTorch's DDP assigns them: walk the parameters from the LAST to the
+// first; add each to the current bucket; once the bucket holds at least its
+// limit in bytes, close it and start the next. The first bucket's limit is
+// `first_bucket_bytes` (small, so that communication starts early), every
+// later one's `bucket_cap_bytes`. A parameter larger than the limit gets a
+// bucket to itself. Every parameter is in exactly one bucket; no bucket is
+// empty. All parameters must share one dtype and device.
+std::vector<Bucket> assign_buckets(const std::vector<torch::Tensor>& parameters,
+                                   int64_t first_bucket_bytes = int64_t{1} << 20,
+                                   int64_t bucket_cap_bytes = int64_t{25} << 20);
+
+// ---- ex4.5: the reducer ---------------------------------------------------------
+
+// How a bucket's flat buffer is averaged over ranks (a collective).
+using AllReduceFn = std::function<void(torch::Tensor& flat, workbook::Communicator& comm)>;
+
+// The ring of ex4.3, averaging: the default.
+AllReduceFn ring_average(RingOptions options = {});
+
+struct ReducerOptions {
+  int64_t first_bucket_bytes = int64_t{1} << 20;
+  int64_t bucket_cap_bytes = int64_t{25} << 20;
+  AllReduceFn all_reduce = ring_average();
+  // false: the hooks only copy; every bucket is reduced in finish(), after
+  // backward (the baseline the bench compares with).
+  bool overlap = true;
+};
+
+// Note: [one step with a BucketReducer]
+//   optimizer.zero_grad(); loss.backward(); reducer.finish(); optimizer.step();
+// The hooks call gradient_ready() as backward produces each gradient. A
+// hook sees the gradient before LibTorch adds it to .grad, so the bucket
+// takes .grad + gradient: accumulated micro-steps are averaged too.
+// Buckets are launched strictly in index order, on every rank: bucket b
+// waits until 0..b-1 have been launched, even if its own gradients came
+// first. Every rank then makes the same collective calls in the same order
+// (Note: [Communicator semantics]), whatever order its hooks fired in.
+// A parameter that got no gradient this step counts as .grad, or zeros.
+// Threads: the hooks run on the thread that called backward() (CPU), and
+// the communication thread is the only one calling the Communicator between
+// the first launch and the end of finish(): MPI is initialized SERIALIZED.
+class BucketReducer {
+ public:
+  BucketReducer(std::vector<torch::Tensor> parameters, workbook::Communicator& comm, ReducerOptions options = {});
+  ~BucketReducer();  // removes the hooks, stops the thread
+  BucketReducer(const BucketReducer&) = delete;
+  BucketReducer& operator=(const BucketReducer&) = delete;
+
+  // Called by parameter `index`'s hook with its incoming gradient (tests call
+  // it directly, in any order).
+  void gradient_ready(size_t index, const torch::Tensor& gradient);
+  // Launches what is left, waits for every bucket, writes the averages into
+  // .grad, and gets ready for the next step.
+  void finish();
+
+  const std::vector<Bucket>& buckets() const { return buckets_; }
+  // The buckets in the order the last step launched them (0, 1, 2, ...).
+  std::vector<size_t> launch_order() const;
+
+ private:
+  // Given. slot(i): parameter i's place in its bucket's flat buffer.
+  // launch(b): hands bucket b to the communication thread (without overlap,
+  // only records it). wait_for_launched(): returns when every launched
+  // bucket is reduced, rethrowing the thread's error if it had one.
+  // reset_step(): ready for the next step (arrived_, missing_, next_to_launch_).
+  torch::Tensor slot(size_t index);
+  void launch(size_t b);
+  void wait_for_launched();
+  void reset_step();
+  void communication_loop();
+
+  std::vector<torch::Tensor> parameters_;
+  workbook::Communicator& comm_;
+  ReducerOptions options_;
+  std::vector<Bucket> buckets_;
+  std::vector<torch::Tensor> flat_;          // one buffer per bucket
+  std::vector<size_t> bucket_of_;            // parameter -> bucket
+  std::vector<size_t> slot_of_;              // parameter -> position in its bucket
+  std::vector<int64_t> hook_handles_;
+
+  // This step's progress, touched only by the thread running backward and finish().
+  std::vector<bool> arrived_;                // parameter -> its gradient is in its bucket
+  std::vector<size_t> missing_;              // bucket -> parameters still to arrive
+  size_t next_to_launch_ = 0;
+
+  // Shared with the communication thread, under mutex_.
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<size_t> queue_;                 // launched, not yet taken by the thread
+  std::vector<size_t> launched_;             // launch order this step
+  std::vector<size_t> last_order_;           // and the last finished step's
+  size_t reduced_ = 0;                       // buckets reduced this step
+  std::exception_ptr failure_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace ch04

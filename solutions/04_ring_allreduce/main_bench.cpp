@@ -1,0 +1,274 @@
+// main_bench.cpp — ch04_bench: the ring all-reduce measured as nccl-tests
+// measures collectives, and the bucketed reducer's overlap measured on
+// FashionCNN steps.
+//
+//   mpirun -n 2 ch04_bench [--measure bandwidth|overlap] [--device cpu|cuda] [--threads N] [--json FILE]
+//   workbook run ch04 --ranks 2 [--solution] -- ARGS
+//
+// --measure bandwidth (the default): for sizes 4 KiB .. 64 MiB (x4), the
+// all-reduce (sum, float32, in place) of this build's ring ("self"), of the
+// library ("mpi": MPI_Allreduce; "nccl" on a GPU) and a memcpy of the same
+// bytes, interleaved in rounds; medians. As nccl-tests defines them:
+//   algbw = bytes / time
+//   busbw = algbw x 2 (n-1) / n     (what each rank's link carries: comparable
+//                                    across rank counts, and with the hardware)
+//   #wrong: after timing, each rank fills its buffer with integer values,
+//   whose sums are exact in any order, runs the all-reduce once and counts
+//   the elements that differ from the expected sum.
+// --measure overlap: FashionCNN steps (forward, backward, averaging, Adam)
+// with the gradients averaged by a BucketReducer (this build's ring): not at
+// all, after backward in one bucket, after backward in buckets, overlapped
+// with backward (1 MiB first bucket, 25 MiB cap), and overlapped with 1 MiB
+// buckets. hidden = (after-backward - overlapped) / (after-backward - none):
+// the share of the communication time that overlapping hid.
+#include <fmt/format.h>
+
+#include <map>
+
+#include "reducer.hpp"
+#include "ring.hpp"
+#include "workbook/device.hpp"
+#include "workbook/errors.hpp"
+#include "workbook/models.hpp"
+#include "workbook/results.hpp"
+#include "workbook/statistics.hpp"
+#include "workbook/timing.hpp"
+#include "workbook/train_flags.hpp"
+
+namespace {
+
+using workbook::median;
+
+double mean(const std::vector<double>& values) {
+  double sum = 0.0;
+  for (double v : values) sum += v;
+  return values.empty() ? 0.0 : sum / static_cast<double>(values.size());
+}
+
+struct Options {
+  workbook::TrainFlags flags;
+  std::string measure = "bandwidth";
+  int64_t min_bytes = 4096, max_bytes = int64_t{64} << 20;
+  int rounds = 5;
+  int steps = 10;  // overlap: timed steps per variant and round
+};
+
+// Iterations per timing: enough to take ~50 ms at 1 GB/s, at least 3.
+int iterations_for(int64_t bytes) { return static_cast<int>(std::clamp<int64_t>((int64_t{50} << 20) / bytes, 3, 200)); }
+
+// ---- bandwidth ------------------------------------------------------------------
+
+struct Measured {
+  std::vector<double> seconds;  // per round: mean seconds per call
+  int64_t wrong = 0;
+};
+
+int bandwidth(const Options& o, workbook::Communicator& comm, workbook::JsonLines& json) {
+  const int n = comm.size();
+  const bool leader = comm.rank() == 0;
+  const torch::Device device = comm.device();
+  const auto float_options = torch::TensorOptions().dtype(torch::kFloat32).device(device);
+  const double bus_factor = 2.0 * (n - 1) / n;
+  // The library's all-reduce is named for the library.
+  const std::string library = comm.backend() == workbook::Backend::Mpi ? "mpi" : "nccl";
+  const std::vector<std::string> impls = {"self", library, "memcpy"};
+
+  auto run_once = [&](const std::string& impl, torch::Tensor& buffer, torch::Tensor& copy_target) {
+    if (impl == "self") ch04::ring_all_reduce(buffer, workbook::ReduceOp::Sum, comm);
+    else if (impl == "memcpy") copy_target.copy_(buffer);
+    else comm.all_reduce(buffer, workbook::ReduceOp::Sum);
+  };
+
+  if (leader) {
+    fmt::print("ch04_bench: all-reduce, sum, float32, in place; {} rank(s) ({}), device {}, {} thread(s) per rank; "
+               "{} rounds, medians\n", n, comm.launch_env().launcher, device.str(), o.flags.threads, o.rounds);
+    fmt::print("self: this build's ch04::ring_all_reduce; {}: the library's all-reduce; memcpy: one copy of the "
+               "buffer (the memory bandwidth)\n\n", library);
+    fmt::print("{:>12} {:>12} {:>7} | {:>28} | {:>28} | {:>8} | {:>7}\n", "", "", "", "self (ring)            ",
+               library + "                     ", "self/", "memcpy");
+    fmt::print("{:>12} {:>12} {:>7} | {:>9} {:>6} {:>6} {:>4} | {:>9} {:>6} {:>6} {:>4} | {:>8} | {:>7}\n", "size",
+               "count", "type", "time", "algbw", "busbw", "#wrg", "time", "algbw", "busbw", "#wrg", library, "");
+    fmt::print("{:>12} {:>12} {:>7} | {:>9} {:>6} {:>6} {:>4} | {:>9} {:>6} {:>6} {:>4} | {:>8} | {:>7}\n", "(B)",
+               "(elements)", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", "busbw", "(GB/s)");
+  }
+  std::map<std::string, std::vector<double>> busbw_by_impl;
+  int64_t wrong = 0;  // over every size, the ring and the library
+  for (int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= 4) {
+    const int64_t count = bytes / 4;
+    const int iterations = iterations_for(bytes);
+    // Timed on zeros (written, so every page is real): sums of zeros stay
+    // zeros however often the buffer is reduced in place.
+    torch::Tensor buffer = torch::zeros({count}, float_options);
+    torch::Tensor copy_target = torch::zeros({count}, float_options);
+    std::map<std::string, Measured> measured;
+    for (const std::string& impl : impls) run_once(impl, buffer, copy_target);  // warm-up
+    for (int round = 0; round < o.rounds; ++round)
+      for (const std::string& impl : impls) {
+        comm.barrier();
+        workbook::Stopwatch clock(device);
+        clock.start();
+        for (int i = 0; i < iterations; ++i) run_once(impl, buffer, copy_target);
+        // Each rank timed its own calls; as nccl-tests does, report the mean over ranks.
+        torch::Tensor elapsed = torch::full({1}, clock.stop() / iterations, float_options.dtype(torch::kFloat64));
+        comm.all_reduce(elapsed, workbook::ReduceOp::Average);
+        measured[impl].seconds.push_back(elapsed.item<double>());
+      }
+    // Exact data: rank r holds (i mod 251) + r + 1; the sum over ranks is
+    // n (i mod 251) + n (n + 1) / 2, exact in float32 in any order.
+    const torch::Tensor pattern = torch::arange(count, float_options.dtype(torch::kInt64)).remainder(251);
+    const torch::Tensor expected = (pattern * n + n * (n + 1) / 2).to(torch::kFloat32);
+    for (const std::string& impl : impls) {
+      torch::Tensor data = (pattern + comm.rank() + 1).to(torch::kFloat32);
+      torch::Tensor target = torch::zeros({count}, float_options);
+      run_once(impl, data, target);
+      const torch::Tensor& result = impl == "memcpy" ? target : data;
+      const torch::Tensor& truth = impl == "memcpy" ? data : expected;
+      measured[impl].wrong = result.ne(truth).sum().item<int64_t>();
+      if (impl != "memcpy") wrong += measured[impl].wrong;
+    }
+    std::map<std::string, double> time_s, algbw, busbw;
+    for (const std::string& impl : impls) {
+      time_s[impl] = median(measured[impl].seconds);
+      algbw[impl] = static_cast<double>(bytes) / time_s[impl] / 1e9;
+      busbw[impl] = impl == "memcpy" ? algbw[impl] : algbw[impl] * bus_factor;
+      busbw_by_impl[impl].push_back(busbw[impl]);
+      nlohmann::json row = {{"type", "row"}, {"size", bytes}, {"count", count}, {"impl", impl},
+                            {"time_us", time_s[impl] * 1e6}, {"algbw", algbw[impl]}, {"busbw", busbw[impl]},
+                            {"wrong", measured[impl].wrong}, {"ranks", n}};
+      if (impl == "self" && busbw[library] > 0) row["vs_library"] = busbw["self"] / busbw[library];
+      json.write(row);
+    }
+    if (leader) {
+      const double ratio = busbw[library] > 0 ? busbw["self"] / busbw[library] : 0.0;
+      fmt::print("{:>12} {:>12} {:>7} | {:>9.1f} {:>6.2f} {:>6.2f} {:>4} | {:>9.1f} {:>6.2f} {:>6.2f} {:>4} | "
+                 "{:>7.2f}x | {:>7.2f}\n",
+                 bytes, count, "float", time_s["self"] * 1e6, algbw["self"], busbw["self"], measured["self"].wrong,
+                 time_s[library] * 1e6, algbw[library], busbw[library], measured[library].wrong, ratio,
+                 algbw["memcpy"]);
+      std::fflush(stdout);
+    }
+  }
+  if (leader) {
+    fmt::print("\n# Avg bus bandwidth: self {:.3f} GB/s, {} {:.3f} GB/s (n = {}, busbw = algbw x {:.3f})\n",
+               mean(busbw_by_impl["self"]), library, mean(busbw_by_impl[library]), n, bus_factor);
+  }
+  json.write({{"type", "result"}, {"chapter", "ch04"}, {"config", "bandwidth"}, {"device", device.str()},
+              {"ranks", n}, {"epochs", 0}, {"test_accuracy", 0.0}, {"samples_per_s", 0.0}, {"epoch_s", 0.0},
+              {"peak_mem_bytes", 0}, {"avg_busbw", mean(busbw_by_impl["self"])},
+              {"avg_busbw_library", mean(busbw_by_impl[library])}, {"wrong", wrong}});
+  WB_ASSERT(wrong == 0, "{} element(s) of the all-reduce results were wrong (the #wrong columns)", wrong);
+  return 0;
+}
+
+// ---- overlap --------------------------------------------------------------------
+
+struct Variant {
+  std::string name;
+  bool communicate;
+  ch04::ReducerOptions reducer;
+};
+
+int overlap(const Options& o, workbook::Communicator& comm, workbook::JsonLines& json) {
+  const workbook::TrainFlags& flags = o.flags;
+  WB_CHECK(flags.batch % comm.size() == 0, "--batch {} must divide evenly among the {} ranks", flags.batch,
+           comm.size());
+  const int64_t local_batch = flags.batch / comm.size();
+  const torch::Device device = comm.device();
+  const bool leader = comm.rank() == 0;
+  torch::manual_seed(flags.seed);
+  auto model = std::make_shared<workbook::FashionCNN>();
+  model->to(device);
+  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(flags.lr));
+  const torch::Tensor images = torch::rand({local_batch, 1, 28, 28}, torch::TensorOptions().device(device));
+  const torch::Tensor labels =
+      torch::randint(0, 10, {local_batch}, torch::TensorOptions().dtype(torch::kInt64).device(device));
+
+  const int64_t huge = int64_t{1} << 40;  // one bucket holds everything
+  std::vector<Variant> variants = {
+      {"none", false, {}},
+      {"after-backward", true, {huge, huge, ch04::ring_average(), false}},
+      {"buckets-after", true, {int64_t{1} << 20, int64_t{25} << 20, ch04::ring_average(), false}},
+      {"overlap", true, {int64_t{1} << 20, int64_t{25} << 20, ch04::ring_average(), true}},
+      {"overlap-1mib", true, {int64_t{1} << 20, int64_t{1} << 20, ch04::ring_average(), true}},
+  };
+  std::map<std::string, std::vector<double>> step_ms;
+  std::map<std::string, size_t> bucket_count;
+  auto time_variant = [&](const Variant& v, int steps) {
+    std::unique_ptr<ch04::BucketReducer> reducer;
+    if (v.communicate) reducer = std::make_unique<ch04::BucketReducer>(model->parameters(), comm, v.reducer);
+    comm.barrier();
+    workbook::Stopwatch clock(device);
+    clock.start();
+    for (int i = 0; i < steps; ++i) {
+      optimizer.zero_grad();
+      torch::nn::functional::cross_entropy(model->forward(images), labels).backward();
+      if (reducer) reducer->finish();
+      optimizer.step();
+    }
+    const double ms = 1000.0 * clock.stop() / steps;
+    comm.barrier();
+    if (reducer) bucket_count[v.name] = reducer->buckets().size();
+    return ms;
+  };
+  for (const Variant& v : variants) time_variant(v, 2);  // warm-up
+  for (int round = 0; round < o.rounds; ++round)
+    for (const Variant& v : variants) step_ms[v.name].push_back(time_variant(v, o.steps));
+
+  const double none = median(step_ms["none"]), after = median(step_ms["after-backward"]);
+  if (leader)
+    fmt::print("ch04_bench: FashionCNN steps, {} rank(s), {} samples per rank, {} thread(s) per rank; {} rounds of "
+               "{} steps, medians\n\n{:<16} {:>8} {:>9} {:>9}\n",
+               comm.size(), local_batch, flags.threads, o.rounds, o.steps, "variant", "buckets", "step_ms", "hidden");
+  for (const Variant& v : variants) {
+    const double ms = median(step_ms[v.name]);
+    const bool overlapped = v.communicate && v.reducer.overlap;
+    const double hidden = after > none ? (after - ms) / (after - none) : 0.0;
+    nlohmann::json row = {{"type", "row"}, {"measure", "step"}, {"variant", v.name}, {"ranks", comm.size()},
+                          {"batch", local_batch}, {"impl", "self"}, {"ms", ms}};
+    if (overlapped) row["hidden"] = hidden;
+    json.write(row);
+    if (leader)
+      fmt::print("{:<16} {:>8} {:>9.2f} {:>9}\n", v.name, v.communicate ? std::to_string(bucket_count[v.name]) : "-",
+                 ms, overlapped ? fmt::format("{:.3f}", hidden) : "-");
+  }
+  if (leader)
+    fmt::print("\ncommunication after backward: {:.2f} ms of a {:.2f} ms step ({:.1f}%)\n", after - none, after,
+               100.0 * (after - none) / after);
+  json.write({{"type", "result"}, {"chapter", "ch04"}, {"config", "overlap"}, {"device", device.str()},
+              {"ranks", comm.size()}, {"epochs", 0}, {"test_accuracy", 0.0},
+              {"samples_per_s", 1000.0 * static_cast<double>(flags.batch) / median(step_ms["overlap"])},
+              {"epoch_s", 0.0}, {"peak_mem_bytes", 0}});
+  return 0;
+}
+
+int bench(const workbook::LaunchEnv& env, int argc, char** argv) {
+  CLI::App app{"Chapter 4: ring all-reduce bandwidth (as nccl-tests measures it) and the bucketed reducer's overlap",
+               "ch04_bench"};
+  Options o;
+  workbook::add_train_flags(app, o.flags);
+  workbook::CommunicatorOptions comm_options = workbook::CommunicatorOptions::from_environment();
+  workbook::add_distributed_flags(app, comm_options);
+  app.add_option("--measure", o.measure, "bandwidth: the all-reduce table; overlap: FashionCNN steps")
+      ->check(CLI::IsMember({"bandwidth", "overlap"}))
+      ->capture_default_str();
+  app.add_option("--min-bytes", o.min_bytes, "smallest buffer (bandwidth)")->check(CLI::Range(int64_t{4}, int64_t{1} << 32));
+  app.add_option("--max-bytes", o.max_bytes, "largest buffer (bandwidth); sizes grow x4")
+      ->check(CLI::Range(int64_t{4}, int64_t{1} << 32));
+  app.add_option("--rounds", o.rounds, "rounds; each measures every implementation once")->check(CLI::PositiveNumber);
+  app.add_option("--steps", o.steps, "timed steps per variant and round (overlap)")->check(CLI::PositiveNumber);
+  o.flags.threads = workbook::default_threads_per_rank(env);
+  workbook::parse_train_flags(app, o.flags, argc, argv);
+  WB_CHECK(o.min_bytes <= o.max_bytes, "--min-bytes {} is larger than --max-bytes {}", o.min_bytes, o.max_bytes);
+  WB_CHECK(o.min_bytes % 4 == 0, "--min-bytes {} is not a whole number of float32 elements (a multiple of 4)",
+           o.min_bytes);
+  const torch::Device requested = workbook::parse_device(o.flags.device);
+  auto comm = workbook::make_communicator(workbook::backend_for(requested), env, comm_options);
+  workbook::JsonLines json(comm->rank() == 0 ? o.flags.json : std::nullopt);
+  return o.measure == "bandwidth" ? bandwidth(o, *comm, json) : overlap(o, *comm, json);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return workbook::run_distributed_main([&](const workbook::LaunchEnv& env) { return bench(env, argc, argv); });
+}

@@ -1,0 +1,59 @@
+// reduce_scatter.cpp — ex4.1: the first half of the ring all-reduce.
+#include "ring.hpp"
+
+#include <array>
+
+#include "workbook/add_into.hpp"
+#include "workbook/errors.hpp"
+
+namespace ch04 {
+
+// Note: [chunks]
+// A step could exchange its whole segment, then add it: while the bytes
+// travel, the adder idles; while it adds, the link idles. Cut into chunks,
+// the two overlap: the exchange of chunk k+1 is started before chunk k is
+// added, into the other half of a two-chunk scratch buffer. Every rank
+// computes the same number of chunks per step (from the largest segment), so
+// the exchanges pair up; a shorter segment's last chunks may be empty.
+void ring_reduce_scatter(torch::Tensor& buffer, workbook::Communicator& comm, const RingOptions& options) {
+  WB_ASSERT(buffer.dim() == 1 && buffer.is_contiguous() && buffer.is_floating_point(),
+            "ring_reduce_scatter needs a flat, contiguous floating-point buffer");
+  WB_ASSERT(options.chunk_elements > 0, "chunk_elements must be positive, is {}", options.chunk_elements);
+  // BEGIN SOLUTION ex4.1
+  const int n = comm.size(), rank = comm.rank();
+  const int64_t count = buffer.numel();
+  if (n == 1 || count == 0) return;
+  const int right = (rank + 1) % n, left = (rank + n - 1) % n;
+  const int64_t chunk = options.chunk_elements;
+  const int64_t largest_segment = ring_segment(count, n, 0).size();
+  const int64_t chunks = (largest_segment + chunk - 1) / chunk;
+  torch::Tensor scratch = torch::empty({2 * chunk}, buffer.options());
+
+  // Chunk k of a segment: at most `chunk` elements, possibly none.
+  auto chunk_of = [&](Span segment, int64_t k) {
+    const int64_t begin = std::min(segment.end, segment.begin + k * chunk);
+    return Span{begin, std::min(segment.end, begin + chunk)};
+  };
+  for (int step = 0; step < n - 1; ++step) {
+    const Span sending = ring_segment(count, n, ((rank - step) % n + n) % n);
+    const Span receiving = ring_segment(count, n, ((rank - step - 1) % n + 2 * n) % n);
+    std::array<workbook::PendingExchange, 2> in_flight;
+    std::array<torch::Tensor, 2> landing;
+    auto start = [&](int64_t k) {
+      const Span out = chunk_of(sending, k), in = chunk_of(receiving, k);
+      landing[k % 2] = scratch.narrow(0, (k % 2) * chunk, in.size());
+      in_flight[k % 2] = comm.start_exchange(buffer.narrow(0, out.begin, out.size()), right, landing[k % 2], left);
+    };
+    start(0);
+    for (int64_t k = 0; k < chunks; ++k) {
+      if (k + 1 < chunks) start(k + 1);  // on its way while chunk k is added
+      in_flight[k % 2].wait();
+      const Span in = chunk_of(receiving, k);
+      torch::Tensor accumulator = buffer.narrow(0, in.begin, in.size());
+      workbook::add_into(accumulator, landing[k % 2]);
+    }
+  }
+  // END SOLUTION
+}
+
+}  // namespace ch04

@@ -1,0 +1,171 @@
+// reducer.cpp — ex4.5: the bucketed reducer's two steps, gradient_ready and
+// finish; the thread that runs the all-reduces is given.
+#include "reducer.hpp"
+
+#include "workbook/errors.hpp"
+
+namespace ch04 {
+
+AllReduceFn ring_average(RingOptions options) {
+  return [options](torch::Tensor& flat, workbook::Communicator& comm) {
+    ring_all_reduce(flat, workbook::ReduceOp::Average, comm, options);
+  };
+}
+
+BucketReducer::BucketReducer(std::vector<torch::Tensor> parameters, workbook::Communicator& comm,
+                             ReducerOptions options)
+    : parameters_(std::move(parameters)), comm_(comm), options_(std::move(options)) {
+  WB_ASSERT(!parameters_.empty(), "a BucketReducer needs parameters");
+  for (const torch::Tensor& p : parameters_)
+    WB_ASSERT(p.requires_grad() && p.is_leaf(), "every parameter must be a leaf that requires a gradient");
+  buckets_ = assign_buckets(parameters_, options_.first_bucket_bytes, options_.bucket_cap_bytes);
+  bucket_of_.assign(parameters_.size(), buckets_.size());
+  slot_of_.assign(parameters_.size(), 0);
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    const Bucket& bucket = buckets_[b];
+    WB_ASSERT(!bucket.parameters.empty() && bucket.offsets.size() == bucket.parameters.size(),
+              "bucket {} is empty or its offsets do not match its parameters", b);
+    for (size_t slot = 0; slot < bucket.parameters.size(); ++slot) {
+      WB_ASSERT(bucket_of_[bucket.parameters[slot]] == buckets_.size(), "parameter {} is in two buckets",
+                bucket.parameters[slot]);
+      bucket_of_[bucket.parameters[slot]] = b;
+      slot_of_[bucket.parameters[slot]] = slot;
+    }
+    flat_.push_back(torch::zeros({bucket.elements}, parameters_[0].options().requires_grad(false)));
+  }
+  for (size_t i = 0; i < parameters_.size(); ++i)
+    WB_ASSERT(bucket_of_[i] < buckets_.size(), "parameter {} is in no bucket", i);
+  reset_step();
+  for (size_t i = 0; i < parameters_.size(); ++i)
+    hook_handles_.push_back(parameters_[i].register_hook([this, i](torch::Tensor gradient) {
+      gradient_ready(i, gradient);
+    }));
+  if (options_.overlap) thread_ = std::thread([this] { communication_loop(); });
+}
+
+BucketReducer::~BucketReducer() {
+  for (size_t i = 0; i < parameters_.size(); ++i) parameters_[i].remove_hook(static_cast<unsigned>(hook_handles_[i]));
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+torch::Tensor BucketReducer::slot(size_t index) {
+  const Bucket& bucket = buckets_[bucket_of_[index]];
+  return flat_[bucket_of_[index]].narrow(0, bucket.offsets[slot_of_[index]], parameters_[index].numel());
+}
+
+void BucketReducer::gradient_ready(size_t index, const torch::Tensor& gradient) {
+  WB_ASSERT(index < parameters_.size() && !arrived_[index],
+            "gradient_ready({}): not a parameter, or its gradient already arrived this step", index);
+  torch::NoGradGuard no_grad;
+  // BEGIN SOLUTION ex4.5
+  // Into its place in the bucket: the gradient, plus what .grad already
+  // holds (the hook runs before LibTorch adds the gradient to .grad).
+  torch::Tensor place = slot(index);
+  const torch::Tensor& accumulated = parameters_[index].grad();
+  if (accumulated.defined()) torch::add_out(place, accumulated.reshape(-1), gradient.reshape(-1));
+  else place.copy_(gradient.reshape(-1));
+  arrived_[index] = true;
+  --missing_[bucket_of_[index]];
+  // Launch in index order only: a complete bucket waits for the ones before it.
+  while (next_to_launch_ < buckets_.size() && missing_[next_to_launch_] == 0) launch(next_to_launch_++);
+  // END SOLUTION
+}
+
+void BucketReducer::finish() {
+  torch::NoGradGuard no_grad;
+  // BEGIN SOLUTION ex4.5
+  // Parameters whose hook did not fire (no gradient this step): .grad so far, or zeros.
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    if (arrived_[i]) continue;
+    const torch::Tensor& accumulated = parameters_[i].grad();
+    if (accumulated.defined()) slot(i).copy_(accumulated.reshape(-1));
+    else slot(i).zero_();
+    arrived_[i] = true;
+    --missing_[bucket_of_[i]];
+  }
+  while (next_to_launch_ < buckets_.size()) launch(next_to_launch_++);
+  wait_for_launched();
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    torch::Tensor& grad = parameters_[i].mutable_grad();
+    if (grad.defined()) grad.copy_(slot(i).view_as(grad));
+    else grad = slot(i).view_as(parameters_[i]).clone();
+  }
+  reset_step();
+  // END SOLUTION
+}
+
+// ---- given: the communication thread ------------------------------------------
+
+void BucketReducer::reset_step() {
+  arrived_.assign(parameters_.size(), false);
+  missing_.clear();
+  for (const Bucket& bucket : buckets_) missing_.push_back(bucket.parameters.size());
+  next_to_launch_ = 0;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!launched_.empty()) last_order_ = launched_;
+  launched_.clear();
+  reduced_ = 0;
+}
+
+void BucketReducer::launch(size_t b) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    launched_.push_back(b);
+    if (options_.overlap) queue_.push_back(b);
+  }
+  changed_.notify_all();
+}
+
+void BucketReducer::wait_for_launched() {
+  if (!options_.overlap) {  // no thread: reduce here, in launch order
+    for (size_t b : launched_) options_.all_reduce(flat_[b], comm_);
+    std::lock_guard<std::mutex> lock(mutex_);
+    reduced_ = launched_.size();
+    return;
+  }
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [this] { return reduced_ == launched_.size(); });
+  if (failure_) std::rethrow_exception(failure_);
+}
+
+void BucketReducer::communication_loop() {
+  while (true) {
+    size_t b = 0;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      changed_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and nothing left to do
+      b = queue_.front();
+      queue_.pop_front();
+      if (failure_) {  // after a failure, the rest is only counted, so that finish() can report it
+        ++reduced_;
+        changed_.notify_all();
+        continue;
+      }
+    }
+    std::exception_ptr failure;
+    try {
+      options_.all_reduce(flat_[b], comm_);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (failure && !failure_) failure_ = failure;
+      ++reduced_;
+    }
+    changed_.notify_all();
+  }
+}
+
+std::vector<size_t> BucketReducer::launch_order() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return last_order_;
+}
+
+}  // namespace ch04

@@ -1,0 +1,45 @@
+// Tests for ex4.1: after the ring reduce-scatter, rank r's segment
+// (r + 1) mod n holds the exact sum, and each rank sent n-1 segments.
+#include <catch2/catch.hpp>
+
+#include "mpi_test.hpp"
+#include "ring.hpp"
+#include "ring_data.hpp"
+
+TEST_CASE("ex4.1 ring_reduce_scatter leaves the exact sum in segment (rank + 1) mod n", "[ex4.1][np1][np3][np4]") {
+  auto comm = mpi_test::communicator();
+  const int n = comm->size();
+  // Small chunks too: many chunks per step, and segments whose last chunk is short or empty.
+  for (int64_t chunk : {int64_t{32768}, int64_t{3}}) {
+    for (int64_t count : ring_data::hard_counts(n)) {
+      if (chunk == 3 && count > 100000) continue;  // 300,000 tiny messages prove nothing more
+      CAPTURE(n, count, chunk);
+      torch::Tensor buffer = ring_data::rank_values(count, comm->rank());
+      const int64_t sent_before = comm->stats().elements_sent();
+      ch04::ring_reduce_scatter(buffer, *comm, ch04::RingOptions{chunk});
+      const ch04::Span mine = ring_data::owned_segment(count, n, comm->rank());
+      const torch::Tensor expected = ring_data::sum_over_ranks(count, n).narrow(0, mine.begin, mine.size());
+      INFO("segment " << (comm->rank() + 1) % n << " (elements " << mine.begin << ".." << mine.end
+                      << ") must hold the sum over all " << n << " ranks");
+      REQUIRE(mpi_test::all_ranks(torch::equal(buffer.narrow(0, mine.begin, mine.size()), expected)));
+      // A ring rank sends every segment but the one it ends up owning: n-1
+      // segments, (n-1)/n of the buffer, however many ranks there are.
+      const int64_t sent = comm->stats().elements_sent() - sent_before;
+      INFO("elements sent: " << sent << ", a ring sends count - (the owned segment) = " << count - mine.size());
+      REQUIRE(mpi_test::all_ranks(sent == count - mine.size()));
+    }
+  }
+  INFO("a ring is point to point only: no collective calls");
+  REQUIRE(comm->stats().collectives() == 0);
+}
+
+TEST_CASE("ex4.1 ring_reduce_scatter sums float64 exactly", "[ex4.1][np3]") {
+  auto comm = mpi_test::communicator();
+  const int64_t count = 100001;
+  torch::Tensor buffer = ring_data::rank_values(count, comm->rank(), torch::kFloat64);
+  ch04::ring_reduce_scatter(buffer, *comm);
+  const ch04::Span mine = ring_data::owned_segment(count, comm->size(), comm->rank());
+  REQUIRE(mpi_test::all_ranks(torch::equal(
+      buffer.narrow(0, mine.begin, mine.size()),
+      ring_data::sum_over_ranks(count, comm->size(), torch::kFloat64).narrow(0, mine.begin, mine.size()))));
+}

@@ -1,0 +1,144 @@
+// Tests for ex4.5: the bucketed reducer averages exactly what a flat
+// all-reduce would, launches buckets in index order on every rank, and
+// keeps accumulated gradients.
+#include <catch2/catch.hpp>
+
+#include <numeric>
+#include <random>
+
+#include "mpi_test.hpp"
+#include "reducer.hpp"
+#include "workbook/models.hpp"
+
+namespace {
+
+// Small buckets, so that a small model has several.
+ch04::ReducerOptions small_buckets(bool overlap) {
+  ch04::ReducerOptions options;
+  options.first_bucket_bytes = 256;
+  options.bucket_cap_bytes = 512;
+  options.overlap = overlap;
+  return options;
+}
+
+// Rank r's gradient for parameter k: (r + 1) (k + 1) [1, 2, 3, ...]; the mean
+// over n ranks is (n + 1) / 2 times rank 0's.
+torch::Tensor rank_gradient(const torch::Tensor& p, int rank, size_t k) {
+  return (torch::arange(1, p.numel() + 1, torch::kFloat32) * static_cast<float>((rank + 1) * (k + 1))).view_as(p);
+}
+
+}  // namespace
+
+TEST_CASE("ex4.5 BucketReducer gives the gradients of single-process training on the global batch",
+          "[ex4.5][np3]") {
+  auto comm = mpi_test::communicator();
+  const int n = comm->size();
+  // TinyNet without BatchNorm: a sample's gradient does not depend on its batch-mates.
+  torch::manual_seed(7);
+  workbook::TinyNet model(32, 0.0, /*batch_norm=*/false);
+  workbook::TinyNet oracle(32, 0.0, false);
+  workbook::copy_state(model, oracle);
+  torch::manual_seed(11);
+  const torch::Tensor images = torch::rand({8 * n, 1, 28, 28});
+  const torch::Tensor labels = torch::randint(0, 10, {8 * n}, torch::kInt64);
+  for (bool overlap : {true, false}) {
+    CAPTURE(overlap);
+    ch04::BucketReducer reducer(model.parameters(), *comm, small_buckets(overlap));
+    REQUIRE(reducer.buckets().size() >= 2);
+    for (int step = 0; step < 2; ++step) {  // twice: the reducer resets itself
+      model.zero_grad();
+      const torch::Tensor mine = images.narrow(0, 8 * comm->rank(), 8);
+      torch::nn::functional::cross_entropy(model.forward(mine), labels.narrow(0, 8 * comm->rank(), 8)).backward();
+      reducer.finish();
+    }
+    oracle.zero_grad();
+    torch::nn::functional::cross_entropy(oracle.forward(images), labels).backward();
+    const auto got = model.parameters(), expected = oracle.parameters();
+    for (size_t k = 0; k < got.size(); ++k) {
+      CAPTURE(k);
+      INFO("parameter " << k << ": the reducer's average must equal the global batch's gradient");
+      REQUIRE(mpi_test::all_ranks(torch::allclose(got[k].grad(), expected[k].grad(), 1e-5, 1e-7)));
+    }
+  }
+}
+
+TEST_CASE("ex4.5 buckets launch in index order on every rank, whatever order the gradients arrive in",
+          "[ex4.5][np3][np4]") {
+  auto comm = mpi_test::communicator();
+  const std::vector<torch::Tensor> parameters = {torch::zeros({20}, torch::requires_grad()),
+                                                 torch::zeros({300}, torch::requires_grad()),
+                                                 torch::zeros({50}, torch::requires_grad()),
+                                                 torch::zeros({70}, torch::requires_grad()),
+                                                 torch::zeros({5}, torch::requires_grad())};
+  ch04::BucketReducer reducer(parameters, *comm, small_buckets(true));
+  const size_t bucket_count = reducer.buckets().size();
+  REQUIRE(bucket_count >= 3);
+  // Each rank delivers the gradients in its own order: backwards on rank 0,
+  // forwards on rank 1, shuffled on the others. Unordered launches would
+  // pair different buckets' all-reduces across ranks: wrong sums, or a hang.
+  std::vector<size_t> order(parameters.size());
+  std::iota(order.begin(), order.end(), 0);
+  if (comm->rank() == 0) std::reverse(order.begin(), order.end());
+  if (comm->rank() > 1) std::shuffle(order.begin(), order.end(), std::mt19937(comm->rank()));
+  for (size_t k : order) reducer.gradient_ready(k, rank_gradient(parameters[k], comm->rank(), k));
+  reducer.finish();
+  std::vector<size_t> in_order(bucket_count);
+  std::iota(in_order.begin(), in_order.end(), 0);
+  INFO("launch order must be 0, 1, 2, ... on every rank");
+  REQUIRE(mpi_test::all_ranks(reducer.launch_order() == in_order));
+  const float mean_factor = static_cast<float>(comm->size() + 1) / 2.0f;
+  for (size_t k = 0; k < parameters.size(); ++k) {
+    CAPTURE(k);
+    REQUIRE(mpi_test::all_ranks(
+        torch::allclose(parameters[k].grad(), rank_gradient(parameters[k], 0, k) * mean_factor, 1e-6, 0.0)));
+  }
+}
+
+TEST_CASE("ex4.5 a bucket takes .grad plus the incoming gradient; a parameter without one counts as .grad or zeros",
+          "[ex4.5]") {
+  auto comm = mpi_test::communicator();
+  const std::vector<torch::Tensor> parameters = {torch::zeros({10}, torch::requires_grad()),
+                                                 torch::zeros({10}, torch::requires_grad()),
+                                                 torch::zeros({10}, torch::requires_grad())};
+  ch04::BucketReducer reducer(parameters, *comm, small_buckets(true));
+  const float r = static_cast<float>(comm->rank());
+  // Parameter 0: an earlier micro-step left 1 + r in .grad; this one brings 2.
+  parameters[0].mutable_grad() = torch::full({10}, 1.0f + r);
+  reducer.gradient_ready(0, torch::full({10}, 2.0f));
+  // Parameter 1: no gradient this step, 5 + r from before. Parameter 2: nothing at all.
+  parameters[1].mutable_grad() = torch::full({10}, 5.0f + r);
+  reducer.finish();
+  const float mean_r = static_cast<float>(comm->size() - 1) / 2.0f;
+  INFO("accumulated + incoming, averaged: 3 + mean(r)");
+  REQUIRE(mpi_test::all_ranks(torch::allclose(parameters[0].grad(), torch::full({10}, 3.0f + mean_r))));
+  INFO("no gradient this step: .grad as it was, averaged: 5 + mean(r)");
+  REQUIRE(mpi_test::all_ranks(torch::allclose(parameters[1].grad(), torch::full({10}, 5.0f + mean_r))));
+  INFO("no gradient ever: zeros");
+  REQUIRE(mpi_test::all_ranks(parameters[2].grad().defined() && torch::equal(parameters[2].grad(), torch::zeros({10}))));
+}
+
+TEST_CASE("ex4.5 with FashionCNN and DDP's limits, the reducer matches the library's flat all-reduce", "[ex4.5]") {
+  auto comm = mpi_test::communicator();
+  torch::manual_seed(3);
+  workbook::FashionCNN model;
+  torch::manual_seed(100 + comm->rank());  // a different batch on each rank
+  const torch::Tensor images = torch::rand({4, 1, 28, 28});
+  const torch::Tensor labels = torch::randint(0, 10, {4}, torch::kInt64);
+  torch::manual_seed(200 + comm->rank());  // the same dropout masks in both passes
+  torch::nn::functional::cross_entropy(model.forward(images), labels).backward();
+  // The oracle: this rank's gradients, averaged by the library in one flat buffer.
+  std::vector<torch::Tensor> local;
+  for (const auto& p : model.parameters()) local.push_back(p.grad().reshape(-1).clone());
+  torch::Tensor flat = torch::cat(local);
+  comm->all_reduce(flat, workbook::ReduceOp::Average);
+  model.zero_grad();
+  {
+    ch04::BucketReducer reducer(model.parameters(), *comm);
+    torch::manual_seed(200 + comm->rank());
+    torch::nn::functional::cross_entropy(model.forward(images), labels).backward();
+    reducer.finish();
+  }
+  std::vector<torch::Tensor> reduced;
+  for (const auto& p : model.parameters()) reduced.push_back(p.grad().reshape(-1));
+  REQUIRE(mpi_test::all_ranks(torch::allclose(torch::cat(reduced), flat, 1e-5, 1e-7)));
+}
