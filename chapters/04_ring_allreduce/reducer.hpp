@@ -20,6 +20,7 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -60,6 +61,9 @@ AllReduceFn ring_average(RingOptions options = {});
 struct ReducerOptions {
   int64_t first_bucket_bytes = int64_t{1} << 20;
   int64_t bucket_cap_bytes = int64_t{25} << 20;
+  // When given, these buckets instead of assign_buckets' (the tests of
+  // ex4.5 use it, so that they do not depend on ex4.4).
+  std::optional<std::vector<Bucket>> buckets;
   AllReduceFn all_reduce = ring_average();
   // false: the hooks only copy; every bucket is reduced in finish(), after
   // backward (the baseline the bench compares with).

@@ -186,10 +186,10 @@ int overlap(const Options& o, workbook::Communicator& comm, workbook::JsonLines&
   const int64_t huge = int64_t{1} << 40;  // one bucket holds everything
   std::vector<Variant> variants = {
       {"none", false, {}},
-      {"after-backward", true, {huge, huge, ch04::ring_average(), false}},
-      {"buckets-after", true, {int64_t{1} << 20, int64_t{25} << 20, ch04::ring_average(), false}},
-      {"overlap", true, {int64_t{1} << 20, int64_t{25} << 20, ch04::ring_average(), true}},
-      {"overlap-1mib", true, {int64_t{1} << 20, int64_t{1} << 20, ch04::ring_average(), true}},
+      {"after-backward", true, {huge, huge, std::nullopt, ch04::ring_average(), false}},
+      {"buckets-after", true, {int64_t{1} << 20, int64_t{25} << 20, std::nullopt, ch04::ring_average(), false}},
+      {"overlap", true, {int64_t{1} << 20, int64_t{25} << 20, std::nullopt, ch04::ring_average(), true}},
+      {"overlap-1mib", true, {int64_t{1} << 20, int64_t{1} << 20, std::nullopt, ch04::ring_average(), true}},
   };
   std::map<std::string, std::vector<double>> step_ms;
   std::map<std::string, size_t> bucket_count;

@@ -18,7 +18,8 @@ BucketReducer::BucketReducer(std::vector<torch::Tensor> parameters, workbook::Co
   WB_ASSERT(!parameters_.empty(), "a BucketReducer needs parameters");
   for (const torch::Tensor& p : parameters_)
     WB_ASSERT(p.requires_grad() && p.is_leaf(), "every parameter must be a leaf that requires a gradient");
-  buckets_ = assign_buckets(parameters_, options_.first_bucket_bytes, options_.bucket_cap_bytes);
+  buckets_ = options_.buckets ? *options_.buckets
+                              : assign_buckets(parameters_, options_.first_bucket_bytes, options_.bucket_cap_bytes);
   bucket_of_.assign(parameters_.size(), buckets_.size());
   slot_of_.assign(parameters_.size(), 0);
   for (size_t b = 0; b < buckets_.size(); ++b) {
