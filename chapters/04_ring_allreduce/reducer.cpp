@@ -106,6 +106,8 @@ void BucketReducer::wait_for_launched() {
 }
 
 void BucketReducer::communication_loop() {
+  // This thread's waits for peers should leave the core to backward.
+  workbook::set_patient_waiting(true);
   while (true) {
     size_t b = 0;
     {

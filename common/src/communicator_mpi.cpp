@@ -1,8 +1,10 @@
 // communicator_mpi.cpp — the MPI backend: CPU tensors over Open MPI (or any
 // MPI), and the start of MPI itself, which the NCCL backend uses too.
 #include <array>
+#include <chrono>
 #include <cstdlib>
 #include <memory>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -10,6 +12,17 @@
 #include "workbook/errors.hpp"
 
 namespace workbook {
+
+namespace {
+thread_local bool g_patient_waiting = false;
+}  // namespace
+
+bool set_patient_waiting(bool patient) {
+  const bool previous = g_patient_waiting;
+  g_patient_waiting = patient;
+  return previous;
+}
+
 namespace detail {
 namespace {
 
@@ -164,8 +177,22 @@ class MpiCommunicator final : public Communicator {
                     &(*requests)[1]),
           "MPI_Isend");
     return [this, requests, recv_type, expected = recv.numel(), from] {
+      // Note: [waiting without taking a core]
+      // MPI_Waitall spins until the peer's data arrives. When another thread
+      // of this process wants the core (Chapter 4's communication thread
+      // waits while backward computes), a spinning waiter takes it away for
+      // whole time slices. So the wait polls: a short spin, then it yields
+      // the core at each poll (eager: with nothing else to run, yield returns
+      // at once) or sleeps between polls (patient: a background thread).
       std::array<MPI_Status, 2> statuses;
-      check(MPI_Waitall(2, requests->data(), statuses.data()), "MPI_Waitall (exchange)");
+      int done = 0;
+      for (int polls = 0;; ++polls) {
+        check(MPI_Testall(2, requests->data(), &done, statuses.data()), "MPI_Testall (exchange)");
+        if (done) break;
+        if (polls < 64) continue;
+        if (g_patient_waiting) std::this_thread::sleep_for(std::chrono::microseconds(20));
+        else std::this_thread::yield();
+      }
       int received = 0;
       check(MPI_Get_count(&statuses[0], recv_type, &received), "MPI_Get_count");
       if (received != expected)

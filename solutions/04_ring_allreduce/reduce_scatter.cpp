@@ -27,7 +27,11 @@ void ring_reduce_scatter(torch::Tensor& buffer, workbook::Communicator& comm, co
   const int64_t chunk = options.chunk_elements;
   const int64_t largest_segment = ring_segment(count, n, 0).size();
   const int64_t chunks = (largest_segment + chunk - 1) / chunk;
-  torch::Tensor scratch = torch::empty({2 * chunk}, buffer.options());
+  // Kept between calls (one per thread): a fresh buffer each call costs page faults, not just a malloc.
+  thread_local torch::Tensor scratch;
+  if (!scratch.defined() || scratch.numel() < 2 * chunk || scratch.options().dtype() != buffer.options().dtype() ||
+      scratch.device() != buffer.device())
+    scratch = torch::empty({2 * chunk}, buffer.options());
 
   // Chunk k of a segment: at most `chunk` elements, possibly none.
   auto chunk_of = [&](Span segment, int64_t k) {

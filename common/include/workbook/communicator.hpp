@@ -154,6 +154,13 @@ class Communicator {
   int64_t sequence_ = 0;  // calls made so far: "#12" in messages
 };
 
+// How the calling thread waits for an exchange (Note: [waiting without
+// taking a core] in communicator_mpi.cpp): eagerly (spin, then yield; the
+// default) or patiently (spin briefly, then sleep between polls), for a
+// background thread whose waiting should leave the core to computation.
+// Per thread; returns the previous setting.
+bool set_patient_waiting(bool patient);
+
 // The backend for tensors on `device`: MPI for the CPU, NCCL for CUDA.
 Backend backend_for(const torch::Device& device);
 
