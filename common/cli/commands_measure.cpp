@@ -186,8 +186,13 @@ int bench_rows(const Chapter& chapter, const nlohmann::json& part, const std::ve
   // One column per impl for the metric, then the student's speed relative to
   // the reference, then each extra metric for the student and the reference.
   const int width = 13;
+  std::vector<size_t> key_width(keys.size(), 9);  // wide enough for every cell
+  for (size_t k = 0; k < keys.size(); ++k) {
+    key_width[k] = std::max(key_width[k], keys[k].size() + 1);
+    for (const Point& p : points) key_width[k] = std::max(key_width[k], p.key[k].size() + 1);
+  }
   std::string header;
-  for (const auto& k : keys) header += fmt::format("{:>9}", k);
+  for (size_t k = 0; k < keys.size(); ++k) header += fmt::format("{:>{}}", keys[k], key_width[k]);
   for (const auto& impl : impl_order) header += fmt::format(" {:>{}}", impl.substr(0, width - 3) + " " + metric, width);
   header += fmt::format(" {:>9}", "speed");
   for (const auto& extra : extras)
@@ -203,7 +208,7 @@ int bench_rows(const Chapter& chapter, const nlohmann::json& part, const std::ve
   };
   for (const Point& p : points) {
     std::string line;
-    for (const auto& cell : p.key) line += fmt::format("{:>9}", cell);
+    for (size_t k = 0; k < p.key.size(); ++k) line += fmt::format("{:>{}}", p.key[k], key_width[k]);
     for (const auto& impl : impl_order) {
       auto v = median_of(p, impl, metric);
       line += fmt::format(" {:>{}}", v ? format_metric(*v) : "-", width);
