@@ -37,13 +37,8 @@
 
 namespace {
 
+using workbook::mean;
 using workbook::median;
-
-double mean(const std::vector<double>& values) {
-  double sum = 0.0;
-  for (double v : values) sum += v;
-  return values.empty() ? 0.0 : sum / static_cast<double>(values.size());
-}
 
 struct Options {
   workbook::TrainFlags flags;

@@ -148,6 +148,14 @@ RunMedians medians_of(const Impl& impl) {
   return {rate.size(), median(rate), median(epoch), median(accuracy), median(memory)};
 }
 
+// Below a part's table: why the student's column is empty (if it is), and the part's note.
+void print_footer(const nlohmann::json& part, const std::vector<Impl>& impls) {
+  const std::string student_error = impls[0].error();
+  if (!student_error.empty()) fmt::print("\nstudent: {}\n", student_error.substr(0, student_error.find(": replace")));
+  const std::string note = part.value("note", "");
+  if (!note.empty()) fmt::print("\n{}\n", note);
+}
+
 int bench_rows(const Chapter& chapter, const nlohmann::json& part, const std::vector<Impl>& impls,
                std::optional<std::ofstream>& json) {
   const auto keys = part.value("keys", std::vector<std::string>{});
@@ -238,10 +246,7 @@ int bench_rows(const Chapter& chapter, const nlohmann::json& part, const std::ve
         if (any) *json << row.dump() << "\n";
       }
   }
-  const std::string student_error = impls[0].error();
-  if (!student_error.empty()) fmt::print("\nstudent: {}\n", student_error.substr(0, student_error.find(": replace")));
-  const std::string note = part.value("note", "");
-  if (!note.empty()) fmt::print("\n{}\n", note);
+  print_footer(part, impls);
   return reference_ok ? 0 : 1;
 }
 
@@ -321,16 +326,9 @@ int bench_bandwidth(const Chapter& chapter, const nlohmann::json& part, const st
   }
   std::string average = "# Avg bus bandwidth:";
   for (const std::string& c : columns)
-    if (!busbw_of[c].empty()) {
-      double sum = 0;
-      for (double v : busbw_of[c]) sum += v;
-      average += fmt::format(" {} {:.3f} GB/s;", c, sum / static_cast<double>(busbw_of[c].size()));
-    }
+    if (!busbw_of[c].empty()) average += fmt::format(" {} {:.3f} GB/s;", c, mean(busbw_of[c]));
   fmt::print("\n{}\n", average);
-  const std::string student_error = impls[0].error();
-  if (!student_error.empty()) fmt::print("\nstudent: {}\n", student_error.substr(0, student_error.find(": replace")));
-  const std::string note = part.value("note", "");
-  if (!note.empty()) fmt::print("\n{}\n", note);
+  print_footer(part, impls);
   return by_size.empty() ? 1 : 0;
 }
 

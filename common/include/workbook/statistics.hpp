@@ -14,4 +14,11 @@ inline double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
+// The mean of `values`; 0 for none (averages over sizes, as nccl-tests' "Avg bus bandwidth").
+inline double mean(const std::vector<double>& values) {
+  double sum = 0.0;
+  for (double v : values) sum += v;
+  return values.empty() ? 0.0 : sum / static_cast<double>(values.size());
+}
+
 }  // namespace workbook
