@@ -9,9 +9,9 @@ namespace workbook {
 
 FashionCNN::FashionCNN() {
   conv1 = register_module("conv1", nn::Conv2d(nn::Conv2dOptions(1, 32, 3).padding(1)));
-  bn1 = register_module("bn1", nn::BatchNorm2d(32));
+  register_module("bn1", nn::BatchNorm2d(32));
   conv2 = register_module("conv2", nn::Conv2d(nn::Conv2dOptions(32, 64, 3)));
-  bn2 = register_module("bn2", nn::BatchNorm2d(64));
+  register_module("bn2", nn::BatchNorm2d(64));
   fc1 = register_module("fc1", nn::Linear(64 * 6 * 6, 600));
   dropout = register_module("dropout", nn::Dropout(0.25));
   fc2 = register_module("fc2", nn::Linear(600, 120));
@@ -19,11 +19,19 @@ FashionCNN::FashionCNN() {
 }
 
 torch::Tensor FashionCNN::forward(torch::Tensor x) {
-  x = torch::max_pool2d(torch::relu(bn1(conv1(x))), 2);  // [N, 32, 14, 14]
-  x = torch::max_pool2d(torch::relu(bn2(conv2(x))), 2);  // [N, 64, 6, 6]
+  x = torch::max_pool2d(torch::relu(normalize("bn1", conv1(x))), 2);  // [N, 32, 14, 14]
+  x = torch::max_pool2d(torch::relu(normalize("bn2", conv2(x))), 2);  // [N, 64, 6, 6]
   x = x.flatten(1);                                      // [N, 2304]
   x = dropout(fc1(x));
   return fc3(fc2(x));
+}
+
+torch::Tensor FashionCNN::normalize(const std::string& name, torch::Tensor x) {
+  const std::shared_ptr<nn::Module> layer = named_children()[name];
+  if (auto* batch_norm = layer->as<nn::BatchNorm2d>()) return batch_norm->forward(x);
+  if (auto* replacement = layer->as<TensorLayer>()) return replacement->forward(x);
+  WB_ASSERT(false, "FashionCNN's {} is a {}: expected BatchNorm2d or a TensorLayer", name, layer->name());
+  return x;
 }
 
 TinyNet::TinyNet(int64_t hidden, double dropout_p, bool batch_norm)

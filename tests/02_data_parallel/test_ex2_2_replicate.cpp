@@ -111,7 +111,7 @@ TEST_CASE("ex2.2 gradients computed on the replicas sum into the original's .gra
 TEST_CASE("ex2.2 replica 0 shares the original's buffers, the others hold copies", "[ex2.2]") {
   torch::manual_seed(24);
   auto model = trained_looking_cnn();
-  const torch::Tensor mean_before = model->bn1->running_mean.clone();
+  const torch::Tensor mean_before = model->named_buffers()["bn1.running_mean"].clone();
   std::vector<workbook::ClassifierPtr> replicas = ch02::replicate(*model, kThreeCpus);
   auto originals = model->named_buffers();
   for (size_t i = 0; i < replicas.size(); ++i) {
@@ -126,10 +126,10 @@ TEST_CASE("ex2.2 replica 0 shares the original's buffers, the others hold copies
   // one on replica 0 updates them, as PyTorch's DataParallel does.
   const torch::Tensor images = torch::rand({6, 1, 28, 28});
   replicas[1]->forward(images);
-  REQUIRE(torch::equal(model->bn1->running_mean, mean_before));
+  REQUIRE(torch::equal(model->named_buffers()["bn1.running_mean"], mean_before));
   replicas[0]->forward(images);
   INFO("replica 0's BatchNorm must update the model's running statistics");
-  REQUIRE_FALSE(torch::equal(model->bn1->running_mean, mean_before));
+  REQUIRE_FALSE(torch::equal(model->named_buffers()["bn1.running_mean"], mean_before));
 }
 
 TEST_CASE("ex2.2 replicate rejects mismatched and empty device lists", "[ex2.2]") {

@@ -20,8 +20,8 @@ std::shared_ptr<workbook::FashionCNN> model_for_rank(int rank) {
   torch::manual_seed(1000 + static_cast<uint64_t>(rank));
   auto model = std::make_shared<workbook::FashionCNN>();
   torch::NoGradGuard no_grad;
-  model->bn1->running_mean.fill_(static_cast<double>(rank) + 0.5);
-  model->bn2->running_var.fill_(static_cast<double>(rank) + 2.0);
+  model->named_buffers()["bn1.running_mean"].fill_(static_cast<double>(rank) + 0.5);
+  model->named_buffers()["bn2.running_var"].fill_(static_cast<double>(rank) + 2.0);
   return model;
 }
 

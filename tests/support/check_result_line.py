@@ -17,6 +17,8 @@ if result.get("type") != "result" or missing:
 if not 0.0 <= result["test_accuracy"] <= 1.0 or result["samples_per_s"] <= 0 or result["peak_mem_bytes"] <= 0:
     sys.exit(f"implausible result: {result}")
 epochs = [r for r in records[:-1] if r.get("type") == "epoch"]  # other lines (e.g. "memory") may come too
-if len(epochs) != result["epochs"] or any(r.get("type") == "result" for r in records[:-1]):
-    sys.exit(f"expected one epoch line per epoch, then the result, got {[r.get('type') for r in records]}")
+# A program that trains several variants side by side writes an epoch line per variant.
+variants = {r.get("variant") for r in epochs} or {None}
+if len(epochs) != result["epochs"] * len(variants) or any(r.get("type") == "result" for r in records[:-1]):
+    sys.exit(f"expected one epoch line per epoch (and variant), then the result, got {[r.get('type') for r in records]}")
 print("ok:", json.dumps(result))

@@ -7,6 +7,14 @@
 
 namespace workbook {
 
+// A layer with one tensor in and one out, which a model calls through its
+// registry of children (see FashionCNN::normalize) rather than through a typed
+// member: Chapter 5's SyncBatchNorm2d is one.
+class TensorLayer : public torch::nn::Module {
+ public:
+  virtual torch::Tensor forward(torch::Tensor input) = 0;
+};
+
 // An image classifier: [N, 1, 28, 28] images in, [N, 10] logits out.
 // Note: one abstract base lets every chapter's code take "a model" without
 // templates, and `fresh()` (a new, untrained model of the same architecture)
@@ -31,9 +39,17 @@ class FashionCNN : public Classifier {
   std::shared_ptr<Classifier> fresh() const override { return std::make_shared<FashionCNN>(); }
 
   torch::nn::Conv2d conv1{nullptr}, conv2{nullptr};
-  torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr};
   torch::nn::Linear fc1{nullptr}, fc2{nullptr}, fc3{nullptr};
   torch::nn::Dropout dropout{nullptr};
+  // The BatchNorm2d layers are the children named "bn1" and "bn2", called by name.
+  //
+  // Note: [replaceable norm layers] LibTorch's Module::replace_module(name, m)
+  // swaps the child registered under `name`, but a typed member (a
+  // `torch::nn::BatchNorm2d bn1` field) would keep calling the old layer. So
+  // forward() looks "bn1" and "bn2" up among the registered children each time
+  // (a map of eight entries: microseconds), and Chapter 5's
+  // convert_sync_batchnorm can replace them like PyTorch's does in Python.
+  torch::Tensor normalize(const std::string& name, torch::Tensor x);
 };
 
 // flatten → fc(784→hidden) → BatchNorm1d → ReLU → dropout(p) → fc(hidden→10).

@@ -1,0 +1,197 @@
+// main_train.cpp — ch05_train: FashionCNN trained by Chapter 3's DDP with
+// per-rank BatchNorm ("local"), with SyncBatchNorm ("sync"), or both side by
+// side on the same batches ("both", what `workbook bench ch05` runs).
+//
+//   mpirun -n 2 ch05_train [--norm local|sync|both] [--epochs 1] [--batch 64] [--lr 1e-3]
+//                          [--threads N] [--train-samples N] [--data DIR] [--json FILE]
+//   workbook run ch05 --ranks 2 [--solution] -- ARGS
+//
+// --batch is the global batch (each rank trains on batch / ranks samples).
+// With --norm both, two models start from the same weights and take turns:
+// each step of the global batch is taken by the local-BatchNorm model, then by
+// the SyncBatchNorm one, each timed on its own. A busy spell of the machine
+// hits both alike, and the ratio of their median step times is the cost of
+// synchronizing: syncbn_overhead = sync / local − 1.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "ddp.hpp"  // Chapter 3's reference: broadcast_model, DistributedSampler, ddp_train_step, evaluate_distributed
+#include "sync_bn.hpp"
+#include "workbook/device.hpp"
+#include "workbook/errors.hpp"
+#include "workbook/fashion_mnist.hpp"
+#include "workbook/memory.hpp"
+#include "workbook/results.hpp"
+#include "workbook/statistics.hpp"
+#include "workbook/timing.hpp"
+#include "workbook/train_flags.hpp"
+
+namespace {
+
+constexpr int64_t kWarmupSteps = 5;  // untimed steps at the start of the run
+constexpr int64_t kEvalBatch = 1000;
+
+// One model being trained, and what it has measured.
+struct Variant {
+  std::string name;  // "ddp" or "ddp+syncbn"
+  std::shared_ptr<workbook::FashionCNN> model;
+  std::unique_ptr<torch::optim::Adam> optimizer;
+  std::vector<double> step_seconds;  // timed steps only
+  double train_seconds = 0.0;        // every step, warm-up included
+  double loss_sum = 0.0, loss_count = 0.0;
+  ch03::EvalResult eval;
+};
+
+int train(const workbook::LaunchEnv& env, int argc, char** argv) {
+  CLI::App app{"Chapter 5: FashionCNN by DDP with per-rank BatchNorm or SyncBatchNorm", "ch05_train"};
+  workbook::TrainFlags flags;
+  flags.batch = 64;
+  workbook::add_train_flags(app, flags);
+  workbook::CommunicatorOptions comm_options = workbook::CommunicatorOptions::from_environment();
+  workbook::add_distributed_flags(app, comm_options);
+  std::string norm = "sync";
+  app.add_option("--norm", norm, "BatchNorm statistics: local (per rank), sync (over all ranks), or both side by side")
+      ->check(CLI::IsMember({"local", "sync", "both"}))
+      ->capture_default_str();
+  flags.threads = workbook::default_threads_per_rank(env);
+  workbook::parse_train_flags(app, flags, argc, argv);
+
+  const int ranks = env.world_size;
+  WB_CHECK(flags.batch % ranks == 0,
+           "--batch {} is the global batch and must divide evenly among the {} ranks: use a multiple of {}",
+           flags.batch, ranks, ranks);
+  WB_CHECK(flags.train_samples < 0 || flags.train_samples >= flags.batch,
+           "--train-samples {} is less than one global batch (--batch {})", flags.train_samples, flags.batch);
+  const int64_t local_batch = flags.batch / ranks;
+
+  std::unique_ptr<workbook::Communicator> comm =
+      workbook::make_communicator(workbook::backend_for(workbook::parse_device(flags.device)), env, comm_options);
+  const torch::Device device = comm->device();
+  const bool leader = comm->rank() == 0;
+  const workbook::FashionMnist data = workbook::load_training_data(flags, device);
+
+  // Every variant starts from rank 0's weights.
+  torch::manual_seed(flags.seed + static_cast<uint64_t>(comm->rank()));
+  auto initial = std::make_shared<workbook::FashionCNN>();
+  initial->to(device);
+  ch03::broadcast_model(*initial, *comm, 0);
+  std::vector<Variant> variants;
+  for (const std::string& kind : {std::string("local"), std::string("sync")}) {
+    if (norm != kind && norm != "both") continue;
+    Variant v;
+    v.name = kind == "local" ? "ddp" : "ddp+syncbn";
+    v.model = std::make_shared<workbook::FashionCNN>();
+    v.model->to(device);
+    workbook::copy_state(*initial, *v.model);
+    if (kind == "sync") ch05::convert_sync_batchnorm(*v.model, *comm);
+    v.optimizer = std::make_unique<torch::optim::Adam>(v.model->parameters(), torch::optim::AdamOptions(flags.lr));
+    variants.push_back(std::move(v));
+  }
+
+  ch03::DistributedSampler sampler(data.train.size(), ranks, comm->rank(), /*shuffle=*/true, flags.seed);
+  const int64_t steps_per_epoch = sampler.num_samples() / local_batch;  // whole batches only: BatchNorm needs them
+  workbook::JsonLines json(leader ? flags.json : std::nullopt);
+  if (leader)
+    fmt::print("ch05_train: FashionCNN, {} rank(s) ({}), global batch {} = {} x {}, {} train / {} test samples, "
+               "Adam lr {}, device {}, {} thread(s) per rank, BatchNorm: {}\n",
+               ranks, env.launcher, flags.batch, ranks, local_batch, data.train.size(), data.test.size(), flags.lr,
+               device.str(), flags.threads, norm);
+  workbook::Table table({{"epoch", 5}, {"variant", 10}, {"train_loss", 10}, {"test_acc", 8}, {"step_ms", 8},
+                         {"train_s", 8}, {"peak_mem", 10}});
+  if (leader) fmt::print("{}\n", table.header());
+
+  int64_t step_number = 0;
+  for (int64_t epoch = 1; epoch <= flags.epochs; ++epoch) {
+    sampler.set_epoch(epoch);
+    const torch::Tensor indices = sampler.indices();
+    for (Variant& v : variants) v.loss_sum = v.loss_count = 0.0;
+    for (int64_t step = 0; step < steps_per_epoch; ++step, ++step_number) {
+      const ch03::Batch batch =
+          ch03::gather_batch(data.train.images, data.train.labels, indices, step * local_batch, local_batch);
+      for (Variant& v : variants) {  // the same batch for each, one after the other
+        workbook::Stopwatch clock(device);
+        clock.start();
+        const torch::Tensor loss = ch03::ddp_train_step(*v.model, *v.optimizer, batch, *comm);
+        const double seconds = clock.stop();
+        v.train_seconds += seconds;
+        if (step_number >= kWarmupSteps) v.step_seconds.push_back(seconds);
+        v.loss_sum += loss.item<double>();
+        v.loss_count += 1.0;
+      }
+    }
+    for (Variant& v : variants) {
+      // Per-rank BatchNorm leaves each rank its own running statistics:
+      // evaluate rank 0's (SyncBatchNorm's are the same on every rank).
+      ch03::broadcast_model(*v.model, *comm, 0);
+      v.eval = ch03::evaluate_distributed(*v.model, data.test.images, data.test.labels, kEvalBatch, *comm);
+      const double step_ms = v.step_seconds.empty() ? 0.0 : 1e3 * workbook::median(v.step_seconds);
+      if (leader)
+        fmt::print("{}\n", table.row({fmt::format("{}", epoch), v.name, fmt::format("{:.4f}", v.loss_sum / v.loss_count),
+                                      fmt::format("{:.4f}", v.eval.accuracy()), fmt::format("{:.2f}", step_ms),
+                                      fmt::format("{:.1f}", v.train_seconds),
+                                      workbook::format_bytes(workbook::peak_memory_bytes(device))}));
+      json.write({{"type", "epoch"}, {"chapter", "ch05"}, {"variant", v.name}, {"epoch", epoch},
+                  {"train_loss", v.loss_sum / v.loss_count}, {"test_accuracy", v.eval.accuracy()},
+                  {"step_ms", step_ms}});
+    }
+  }
+  WB_CHECK(std::all_of(variants.begin(), variants.end(), [](const Variant& v) { return !v.step_seconds.empty(); }),
+           "the run was too short to time: more than {} steps are needed (raise --train-samples or --epochs)",
+           kWarmupSteps);
+
+  // Rank 0's medians: the collectives in every step keep the ranks in step.
+  const double local_ms = 1e3 * workbook::median(variants.front().step_seconds);
+  const double last_ms = 1e3 * workbook::median(variants.back().step_seconds);
+  const std::optional<double> overhead =
+      variants.size() == 2 ? std::optional<double>(last_ms / local_ms - 1.0) : std::nullopt;
+  const torch::Tensor peaks = comm->all_gather(torch::full(
+      {1}, workbook::peak_memory_bytes(device), torch::TensorOptions().dtype(torch::kInt64).device(device)));
+  const int64_t peak = peaks.max().item<int64_t>();
+  for (const Variant& v : variants) {
+    nlohmann::json row = {{"type", "row"}, {"variant", v.name}, {"ranks", ranks}, {"per_rank_batch", local_batch},
+                          {"step_ms", 1e3 * workbook::median(v.step_seconds)}, {"test_acc", v.eval.accuracy()},
+                          {"train_s", v.train_seconds}};
+    if (overhead && v.name == "ddp+syncbn") row["syncbn_overhead"] = *overhead;
+    json.write(row);
+  }
+  const Variant& last = variants.back();
+  const double samples_per_s = static_cast<double>(flags.batch) / (last_ms / 1e3);
+  nlohmann::json result = {{"type", "result"},
+                           {"chapter", "ch05"},
+                           {"config", last.name == "ddp" ? "DDP, per-rank BatchNorm" : "DDP + SyncBatchNorm"},
+                           {"device", device.str()},
+                           {"ranks", ranks},
+                           {"threads", flags.threads},
+                           {"epochs", flags.epochs},
+                           {"batch", flags.batch},
+                           {"local_batch", local_batch},
+                           {"norm", norm},
+                           {"train_samples", data.train.size()},
+                           {"test_accuracy", last.eval.accuracy()},
+                           {"test_loss", last.eval.mean_loss},
+                           {"samples_per_s", samples_per_s},
+                           {"step_ms", last_ms},
+                           {"epoch_s", last.train_seconds / static_cast<double>(flags.epochs)},
+                           {"peak_mem_bytes", peak}};
+  if (overhead) {
+    result["local_test_accuracy"] = variants.front().eval.accuracy();
+    result["syncbn_overhead"] = *overhead;
+  }
+  json.write(result);
+  if (leader) {
+    fmt::print("result: {} test accuracy {:.4f}, {:.2f} ms per step ({:.1f} samples/s) over {} rank(s)\n", last.name,
+               last.eval.accuracy(), last_ms, samples_per_s, ranks);
+    if (overhead)
+      fmt::print("syncbn_overhead = {:.2f} / {:.2f} - 1 = {:+.3f} (median step times, same run, same batches); "
+                 "test accuracy {:.4f} with per-rank BatchNorm, {:.4f} with SyncBatchNorm\n",
+                 last_ms, local_ms, *overhead, variants.front().eval.accuracy(), last.eval.accuracy());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return workbook::run_distributed_main([&](const workbook::LaunchEnv& env) { return train(env, argc, argv); });
+}

@@ -1,0 +1,110 @@
+// sync_bn.hpp — Chapter 5's first half: BatchNorm whose statistics span every
+// rank (SyncBatchNorm2d), and the conversion of a model's BatchNorm2d layers.
+//
+//   rank 0: x₀ [B₀,C,H,W]      rank 1: x₁ [B₁,C,H,W]       (B₀ ≠ B₁ is fine, 0 too)
+//   ex5.1  per channel: Σx, Σx², count ──── all-reduce ────> global mean, var
+//   ex5.2  forward:  y = (x − mean) / √(var + ε) · w + b   with the GLOBAL mean, var
+//          backward: Σdy, Σdy·(x − mean) ── all-reduce ──> dx on each rank, locally
+//   ex5.3  the layer: train → ex5.1 + ex5.2 + running statistics; eval → none of it
+//   ex5.4  convert_sync_batchnorm: every BatchNorm2d in a model becomes one
+//
+// Per rank, the result is exactly what BatchNorm2d computes on the
+// concatenation of every rank's batch: the tests compare against that.
+#pragma once
+#include <cstdint>
+
+#include <torch/torch.h>
+
+#include "workbook/communicator.hpp"
+#include "workbook/models.hpp"
+
+namespace ch05 {
+
+// ---- ex5.1: statistics over every rank's batch ----------------------------------
+
+// Per-channel statistics of the global batch (every rank's [B, C, H, W]).
+struct BatchStats {
+  torch::Tensor mean;  // [C], float64
+  torch::Tensor var;   // [C], float64, biased (divided by count): what normalizing uses
+  int64_t count = 0;   // values per channel over all ranks: Σ B_r · H · W
+};
+
+// Collective: every rank calls it, including a rank whose batch is empty
+// (B = 0), which contributes zeros. ONE all-reduce of a float64 buffer
+// [Σx (C) | Σx² (C) | count (1)].
+//
+// Note: [sums, not means] Summing (Σx, Σx², n) lets one all-reduce of 2C + 1
+// numbers serve any number of ranks and any uneven batches, since sums add.
+// Var = Σx²/n − mean² cancels badly in float32 when the mean is large against
+// the spread, so the sums are taken in float64. PyTorch's SyncBatchNorm sends
+// each rank's (mean, invstd, count) with an all-gather instead and combines
+// them on every rank: numerically safer without float64, but n × (2C + 1)
+// numbers and a combination step. The lesson compares the two.
+BatchStats global_batch_stats(const torch::Tensor& input, workbook::Communicator& comm);
+
+// ---- ex5.2: normalizing with global statistics, and its backward ----------------
+
+// forward(input, weight, bias, mean, var, count, comm, eps): input [B, C, H, W];
+// weight, bias [C]; mean, var [C] from global_batch_stats (any float dtype).
+// Communicates nothing: the statistics were all-reduced already.
+//
+// backward: dy = grad of y. With N = count and x̂ = (x − mean) · invstd,
+//   Σdy, Σdy·(x − mean)           per channel, ALL-REDUCED (sum) over ranks
+//   dx = w · invstd · (dy − Σdy/N − x̂ · invstd · Σdy·(x − mean)/N)
+//   dweight = Σ_local dy · x̂,  dbias = Σ_local dy   (this rank's share only)
+//
+// Note: [whose loss] dx is the gradient of the SUM of every rank's loss, since
+// every rank's outputs depend on this rank's x through the mean and variance.
+// dweight and dbias stay local, like every other parameter's gradient: DDP's
+// all-reduce (Chapter 3) averages them afterwards, as it averages the loss.
+class SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFunction> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& input,
+                               const torch::Tensor& weight, const torch::Tensor& bias, const torch::Tensor& mean,
+                               const torch::Tensor& var, int64_t count, workbook::Communicator* comm, double eps);
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_outputs);
+};
+
+// ---- ex5.3: the layer ----------------------------------------------------------
+
+// A drop-in for torch::nn::BatchNorm2d (the same options, parameters and
+// buffers, under the same names), whose training-mode statistics span every
+// rank of `comm`. In training mode it is collective: every rank must call
+// forward (and backward) the same number of times, an empty batch included.
+// In eval mode it normalizes with the running statistics and communicates
+// nothing.
+class SyncBatchNorm2dImpl : public workbook::TensorLayer {
+ public:
+  SyncBatchNorm2dImpl(const torch::nn::BatchNormOptions& options, workbook::Communicator& comm);
+  // ex5.4: takes over `source`'s parameters and buffers: the very tensors, not
+  // copies, so an optimizer that already holds them keeps working.
+  SyncBatchNorm2dImpl(torch::nn::BatchNorm2dImpl& source, workbook::Communicator& comm);
+
+  // Training: ex5.1's statistics, then (without autograd) the running
+  // statistics, as BatchNorm2d updates them:
+  //   num_batches_tracked += 1
+  //   factor = momentum, or 1 / num_batches_tracked when momentum is unset
+  //   running_mean = (1 − factor) · running_mean + factor · mean
+  //   running_var  = (1 − factor) · running_var  + factor · var · N / (N − 1)   (unbiased)
+  // then ex5.2's function. Eval: torch::batch_norm with the running statistics.
+  torch::Tensor forward(torch::Tensor input) override;
+
+  torch::nn::BatchNormOptions options;
+  torch::Tensor weight, bias;                                   // [C], trained
+  torch::Tensor running_mean, running_var, num_batches_tracked;  // buffers
+
+ private:
+  workbook::Communicator* comm_;
+};
+
+// ---- ex5.4: converting a model -------------------------------------------------
+
+// Replaces every BatchNorm2d in `model`, at any depth, by a SyncBatchNorm2d
+// that takes over its tensors (registered under the same name, in the same
+// training mode). Returns how many were replaced. The model's forward must
+// call its layers through its registry of children, as FashionCNN does (see
+// Note [replaceable norm layers] in workbook/models.hpp).
+int convert_sync_batchnorm(torch::nn::Module& model, workbook::Communicator& comm);
+
+}  // namespace ch05

@@ -1,0 +1,65 @@
+// Tests for ex5.2: normalizing with given global statistics, and the backward
+// pass, against BatchNorm2d on the concatenated batch. The statistics come
+// from the test, not from ex5.1, so ex5.2 can be done and tested on its own.
+#include <catch2/catch.hpp>
+
+#include "mpi_test.hpp"
+#include "sync_bn.hpp"
+#include "sync_bn_data.hpp"
+
+using sync_bn_data::relative_error;
+
+TEST_CASE("ex5.2 forward and backward equal BatchNorm2d on the global batch", "[ex5.2][np3]") {
+  auto comm = mpi_test::communicator();
+  const int rank = comm->rank();
+  const int64_t channels = 4;
+  for (const auto& split : sync_bn_data::splits(comm->size())) {
+    CAPTURE(split.name);
+    const torch::Tensor global = sync_bn_data::global_batch(split.total(), channels, 61);
+    const torch::Tensor weight = torch::rand({channels}) + 0.5, bias = torch::randn({channels});
+    const torch::Tensor upstream = torch::randn(global.sizes());  // the gradient arriving at the output
+    const sync_bn_data::Oracle oracle = sync_bn_data::batch_norm_oracle(global, weight, bias, upstream);
+
+    const torch::Tensor x64 = global.to(torch::kFloat64);
+    const torch::Tensor mean = x64.mean({0, 2, 3}), var = x64.var({0, 2, 3}, /*unbiased=*/false);
+    const int64_t offset = split.offset(rank), count = split.counts[rank];
+    torch::Tensor x = global.narrow(0, offset, count).clone().requires_grad_(true);
+    torch::Tensor w = weight.clone().requires_grad_(true), b = bias.clone().requires_grad_(true);
+
+    const int64_t calls_before = comm->stats().collectives();
+    const torch::Tensor y = ch05::SyncBatchNormFunction::apply(x, w, b, mean, var, split.total() * 6, comm.get(), 1e-5);
+    INFO("forward is given the statistics: it must not communicate");
+    REQUIRE(mpi_test::all_ranks(comm->stats().collectives() == calls_before));
+    INFO("this rank's output: BatchNorm2d's on the global batch, rows [" << offset << ", " << offset + count << ")");
+    REQUIRE(mpi_test::all_ranks(y.sizes() == x.sizes() &&
+                                relative_error(y.detach(), oracle.output.narrow(0, offset, count)) <= 1e-5));
+
+    auto grads = torch::autograd::grad({(y * upstream.narrow(0, offset, count)).sum()}, {x, w, b});
+    INFO("backward: one all-reduce (of Σdy and Σdy·(x − mean))");
+    REQUIRE(mpi_test::all_ranks(comm->stats().collectives() - calls_before == 1));
+    INFO("dx: the gradient of every rank's loss with respect to this rank's input (relative error <= 1e-5)");
+    REQUIRE(mpi_test::all_ranks(relative_error(grads[0], oracle.grad_input.narrow(0, offset, count)) <= 1e-5));
+    // dweight and dbias are each rank's share: their sum over ranks is BatchNorm2d's.
+    torch::Tensor summed = torch::stack({grads[1], grads[2]});
+    comm->all_reduce(summed, workbook::ReduceOp::Sum);
+    INFO("dweight and dbias: this rank's share, which summed over ranks is the global batch's (not all-reduced)");
+    REQUIRE(mpi_test::all_ranks(relative_error(summed[0], oracle.grad_weight) <= 1e-5 &&
+                                relative_error(summed[1], oracle.grad_bias) <= 1e-5));
+  }
+}
+
+TEST_CASE("ex5.2 a rank whose output gets no gradient still joins backward's all-reduce", "[ex5.2]") {
+  auto comm = mpi_test::communicator();
+  const int n = comm->size();
+  const torch::Tensor global = sync_bn_data::global_batch(2 * n, 3, 62);
+  const torch::Tensor x64 = global.to(torch::kFloat64);
+  torch::Tensor x = global.narrow(0, 2 * comm->rank(), 2).clone().requires_grad_(true);
+  torch::Tensor w = torch::ones({3}, torch::requires_grad()), b = torch::zeros({3}, torch::requires_grad());
+  const torch::Tensor y = ch05::SyncBatchNormFunction::apply(x, w, b, x64.mean({0, 2, 3}),
+                                                             x64.var({0, 2, 3}, false), 2 * n * 6, comm.get(), 1e-5);
+  // Rank 0's loss uses only the first channel: the others' gradients are zero
+  // on rank 0, and the all-reduce must still match across ranks.
+  const torch::Tensor loss = comm->rank() == 0 ? y.select(1, 0).sum() : y.sum();
+  auto grads = torch::autograd::grad({loss}, {x});
+  REQUIRE(mpi_test::all_ranks(grads[0].sizes() == x.sizes() && torch::isfinite(grads[0]).all().item<bool>()));
+}
