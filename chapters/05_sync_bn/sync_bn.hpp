@@ -33,13 +33,19 @@ struct BatchStats {
 // (B = 0), which contributes zeros. ONE all-reduce of a float64 buffer
 // [Σx (C) | Σx² (C) | count (1)].
 //
-// Note: [sums, not means] Summing (Σx, Σx², n) lets one all-reduce of 2C + 1
-// numbers serve any number of ranks and any uneven batches, since sums add.
-// Var = Σx²/n − mean² cancels badly in float32 when the mean is large against
-// the spread, so the sums are taken in float64. PyTorch's SyncBatchNorm sends
-// each rank's (mean, invstd, count) with an all-gather instead and combines
-// them on every rank: numerically safer without float64, but n × (2C + 1)
-// numbers and a combination step. The lesson compares the two.
+// Note: [sums, not means] Means do not add across ranks; sums do. So each
+// rank turns its mean and (biased) variance over its n values into
+// Σx = n·mean and Σx² = n·(var + mean²), and one all-reduce of 2C + 1
+// numbers serves any number of ranks and any uneven batches. Var = Σx²/N −
+// mean² subtracts two nearly equal numbers when the mean is large against the
+// spread, which float32 cannot do (values near 1000 with a spread of 1 lose
+// every digit of the variance), so the sums are float64. Each rank's own mean
+// and variance are computed in the input's precision, centered (the mean
+// first, then the squared deviations from it), which is stable; converting the
+// activations to float64 instead would copy them, and torch::var_mean takes
+// five times as long on a CPU here. PyTorch's SyncBatchNorm all-gathers each rank's (mean, invstd,
+// count) instead and combines them on every rank: n × (2C + 1) numbers and a
+// combination step, but no float64. The lesson compares the two.
 BatchStats global_batch_stats(const torch::Tensor& input, workbook::Communicator& comm);
 
 // ---- ex5.2: normalizing with global statistics, and its backward ----------------
