@@ -92,6 +92,9 @@ int train(const workbook::LaunchEnv& env, int argc, char** argv) {
 
   ch03::DistributedSampler sampler(data.train.size(), ranks, comm->rank(), /*shuffle=*/true, flags.seed);
   const int64_t steps_per_epoch = sampler.num_samples() / local_batch;  // whole batches only: BatchNorm needs them
+  WB_CHECK(steps_per_epoch * flags.epochs > kWarmupSteps,
+           "{} step(s) are too few to time ({} are warm-up): raise --train-samples or --epochs",
+           steps_per_epoch * flags.epochs, kWarmupSteps);
   workbook::JsonLines json(leader ? flags.json : std::nullopt);
   if (leader)
     fmt::print("ch05_train: FashionCNN, {} rank(s) ({}), global batch {} = {} x {}, {} train / {} test samples, "
@@ -122,25 +125,24 @@ int train(const workbook::LaunchEnv& env, int argc, char** argv) {
       }
     }
     for (Variant& v : variants) {
+      torch::Tensor loss_sums = torch::tensor({v.loss_sum, v.loss_count}, torch::kFloat64).to(device);
+      comm->all_reduce(loss_sums, workbook::ReduceOp::Sum);  // the training loss over every rank's batches
+      const double train_loss = loss_sums[0].item<double>() / loss_sums[1].item<double>();
       // Per-rank BatchNorm leaves each rank its own running statistics:
       // evaluate rank 0's (SyncBatchNorm's are the same on every rank).
       ch03::broadcast_model(*v.model, *comm, 0);
       v.eval = ch03::evaluate_distributed(*v.model, data.test.images, data.test.labels, kEvalBatch, *comm);
       const double step_ms = v.step_seconds.empty() ? 0.0 : 1e3 * workbook::median(v.step_seconds);
       if (leader)
-        fmt::print("{}\n", table.row({fmt::format("{}", epoch), v.name, fmt::format("{:.4f}", v.loss_sum / v.loss_count),
+        fmt::print("{}\n", table.row({fmt::format("{}", epoch), v.name, fmt::format("{:.4f}", train_loss),
                                       fmt::format("{:.4f}", v.eval.accuracy()), fmt::format("{:.2f}", step_ms),
                                       fmt::format("{:.1f}", v.train_seconds),
                                       workbook::format_bytes(workbook::peak_memory_bytes(device))}));
       json.write({{"type", "epoch"}, {"chapter", "ch05"}, {"variant", v.name}, {"epoch", epoch},
-                  {"train_loss", v.loss_sum / v.loss_count}, {"test_accuracy", v.eval.accuracy()},
+                  {"train_loss", train_loss}, {"test_accuracy", v.eval.accuracy()},
                   {"step_ms", step_ms}});
     }
   }
-  WB_CHECK(std::all_of(variants.begin(), variants.end(), [](const Variant& v) { return !v.step_seconds.empty(); }),
-           "the run was too short to time: more than {} steps are needed (raise --train-samples or --epochs)",
-           kWarmupSteps);
-
   // Rank 0's medians: the collectives in every step keep the ranks in step.
   const double local_ms = 1e3 * workbook::median(variants.front().step_seconds);
   const double last_ms = 1e3 * workbook::median(variants.back().step_seconds);
