@@ -110,7 +110,10 @@ class SyncBatchNorm2dImpl : public workbook::TensorLayer {
 // that takes over its tensors (registered under the same name, in the same
 // training mode). Returns how many were replaced. The model's forward must
 // call its layers through its registry of children, as FashionCNN does (see
-// Note [replaceable norm layers] in workbook/models.hpp).
+// Note [replaceable norm layers] in workbook/models.hpp). A Sequential or a
+// ModuleList calls its own list of layers, which replace_module does not
+// change: a BatchNorm2d directly inside one is a UserError (WB_CHECK), as is
+// one without weights or running statistics, and then nothing is replaced.
 int convert_sync_batchnorm(torch::nn::Module& model, workbook::Communicator& comm);
 
 }  // namespace ch05

@@ -33,9 +33,11 @@ torch::autograd::variable_list SyncBatchNormFunction::backward(torch::autograd::
   const double count = static_cast<double>(ctx->saved_data["count"].toInt());
   const double eps = ctx->saved_data["eps"].toDouble();
   workbook::Communicator& comm = saved_communicator(ctx);
-  // An output nobody used has no gradient: it counts as zeros, and this rank
-  // still joins the all-reduce below (the other ranks are waiting in it).
-  const torch::Tensor dy = grad_outputs[0].defined() ? grad_outputs[0].contiguous() : torch::zeros_like(input);
+  // Note: [every rank runs backward] LibTorch calls this only when the loss
+  // depends on the output, and then passes zeros for parts the loss ignores.
+  // A rank whose loss did not use the output would skip the all-reduce below
+  // and leave the other ranks waiting in it: every rank's loss must use it.
+  const torch::Tensor dy = grad_outputs[0].contiguous();
 
   // Note: [one fused pass for the local part] LibTorch's BatchNorm backward in
   // inference form (train = false, our mean and variance in place of the

@@ -33,14 +33,16 @@ TEST_CASE("ex5.1 global_batch_stats equals the statistics of the concatenated ba
 
 TEST_CASE("ex5.1 the variance stays accurate when the mean is large against the spread", "[ex5.1]") {
   auto comm = mpi_test::communicator();
-  // Values near 1000 with a spread of a few units: Σx²/n − mean² in float32
-  // would lose most of the variance's digits.
+  // Values near 1000 with a spread of 1: Σx²/n − mean² in float32 is off by
+  // several percent here (float32 keeps 7 digits of a 10⁶); a centered
+  // computation in float32, or sums in float64, stay within 1e-4.
   const int64_t per_rank = 40, total = per_rank * comm->size();
-  const torch::Tensor global = sync_bn_data::global_batch(total, 2, 52, /*mean_offset=*/1000.0);
+  torch::manual_seed(52);
+  const torch::Tensor global = torch::randn({total, 2, 3, 2}) + 1000.0;
   const ch05::BatchStats stats = ch05::global_batch_stats(global.narrow(0, per_rank * comm->rank(), per_rank), *comm);
   const torch::Tensor expected = global.to(torch::kFloat64).var({0, 2, 3}, /*unbiased=*/false);
   INFO("variance " << stats.var << " expected " << expected);
-  REQUIRE(mpi_test::all_ranks(relative_error(stats.var, expected) <= 1e-5));
+  REQUIRE(mpi_test::all_ranks(relative_error(stats.var, expected) <= 1e-4));
 }
 
 TEST_CASE("ex5.1 a global batch of one value per channel is a clear error on every rank", "[ex5.1]") {

@@ -44,14 +44,21 @@ TEST_CASE("ex5.3 SyncBatchNorm2d trains like BatchNorm2d on the global batch", "
         const torch::Tensor upstream = torch::randn(global.sizes());
         torch::Tensor whole = global.clone().requires_grad_(true);
         const torch::Tensor expected = pair.reference->forward(whole);
-        const torch::Tensor expected_dx = torch::autograd::grad({(expected * upstream).sum()}, {whole})[0];
+        const auto expected_grads = torch::autograd::grad({(expected * upstream).sum()},
+                                                          {whole, pair.reference->weight, pair.reference->bias});
 
         torch::Tensor x = global.narrow(0, offset, count).clone().requires_grad_(true);
         const torch::Tensor y = pair.sync->forward(x);
-        const torch::Tensor dx = torch::autograd::grad({(y * upstream.narrow(0, offset, count)).sum()}, {x})[0];
+        const auto grads = torch::autograd::grad({(y * upstream.narrow(0, offset, count)).sum()},
+                                                 {x, pair.sync->weight, pair.sync->bias});
         INFO("output and input gradient: BatchNorm2d's on the global batch (relative error <= 1e-5)");
         REQUIRE(mpi_test::all_ranks(relative_error(y.detach(), expected.detach().narrow(0, offset, count)) <= 1e-5));
-        REQUIRE(mpi_test::all_ranks(relative_error(dx, expected_dx.narrow(0, offset, count)) <= 1e-5));
+        REQUIRE(mpi_test::all_ranks(relative_error(grads[0], expected_grads[0].narrow(0, offset, count)) <= 1e-5));
+        torch::Tensor summed = torch::stack({grads[1], grads[2]});
+        comm->all_reduce(summed, workbook::ReduceOp::Sum);
+        INFO("weight and bias get gradients (the layer's own parameters, trained), which summed over ranks are BatchNorm2d's");
+        REQUIRE(mpi_test::all_ranks(relative_error(summed[0], expected_grads[1]) <= 1e-5 &&
+                                    relative_error(summed[1], expected_grads[2]) <= 1e-5));
         INFO("running statistics: BatchNorm2d's (running_var uses the global UNBIASED variance)");
         REQUIRE(mpi_test::all_ranks(relative_error(pair.sync->running_mean, pair.reference->running_mean) <= 1e-5));
         REQUIRE(mpi_test::all_ranks(relative_error(pair.sync->running_var, pair.reference->running_var) <= 1e-5));

@@ -7,19 +7,21 @@
 #include "oracles.hpp"
 #include "sync_bn.hpp"
 #include "sync_bn_data.hpp"
+#include "workbook/errors.hpp"
 #include "workbook/models.hpp"
 
 namespace {
 
-// A block holding a BatchNorm2d one level down, to check the conversion recurses.
+// A block with a BatchNorm2d one level down, called through the registry as
+// FashionCNN calls its own.
+struct InnerImpl : torch::nn::Module {
+  InnerImpl() { register_module("bn", torch::nn::BatchNorm2d(3)); }
+};
 struct BlockImpl : torch::nn::Module {
   BlockImpl() {
-    inner = register_module("inner", torch::nn::Sequential(torch::nn::Conv2d(torch::nn::Conv2dOptions(2, 3, 1)),
-                                                           torch::nn::BatchNorm2d(3)));
-    norm = register_module("norm", torch::nn::BatchNorm2d(2));
+    register_module("inner", std::make_shared<InnerImpl>());
+    register_module("norm", torch::nn::BatchNorm2d(2));
   }
-  torch::nn::Sequential inner{nullptr};
-  torch::nn::BatchNorm2d norm{nullptr};
 };
 
 }  // namespace
@@ -67,8 +69,31 @@ TEST_CASE("ex5.4 convert_sync_batchnorm finds BatchNorm2d at any depth", "[ex5.4
   auto block = std::make_shared<BlockImpl>();
   REQUIRE(ch05::convert_sync_batchnorm(*block, *comm) == 2);
   REQUIRE(block->named_children()["norm"]->as<ch05::SyncBatchNorm2dImpl>() != nullptr);
-  REQUIRE(block->inner->named_children()["1"]->as<ch05::SyncBatchNorm2dImpl>() != nullptr);
+  REQUIRE(block->named_children()["inner"]->named_children()["bn"]->as<ch05::SyncBatchNorm2dImpl>() != nullptr);
   REQUIRE(ch05::convert_sync_batchnorm(*block, *comm) == 0);  // nothing left to convert
+}
+
+TEST_CASE("ex5.4 convert_sync_batchnorm refuses what it cannot convert, and changes nothing", "[ex5.4]") {
+  auto comm = mpi_test::communicator();
+  // A Sequential calls its own list of layers: a replaced child would never run.
+  struct ModelImpl : torch::nn::Module {
+    ModelImpl() {
+      register_module("first", torch::nn::BatchNorm2d(2));
+      register_module("layers", torch::nn::Sequential(torch::nn::Conv2d(torch::nn::Conv2dOptions(2, 3, 1)),
+                                                      torch::nn::BatchNorm2d(3)));
+    }
+  };
+  auto model = std::make_shared<ModelImpl>();
+  INFO("a BatchNorm2d inside a Sequential must be a workbook::UserError (WB_CHECK) naming it");
+  REQUIRE_THROWS_AS(ch05::convert_sync_batchnorm(*model, *comm), workbook::UserError);
+  INFO("checked before anything is replaced: the model must be left as it was");
+  REQUIRE(model->named_children()["first"]->as<torch::nn::BatchNorm2d>() != nullptr);
+  // Without weights there is nothing to take over.
+  struct PlainImpl : torch::nn::Module {
+    PlainImpl() { register_module("bn", torch::nn::BatchNorm2d(torch::nn::BatchNormOptions(2).affine(false))); }
+  };
+  auto plain = std::make_shared<PlainImpl>();
+  REQUIRE_THROWS_AS(ch05::convert_sync_batchnorm(*plain, *comm), workbook::UserError);
 }
 
 TEST_CASE("ex5.4 a converted FashionCNN's gradients equal one FashionCNN's on the global batch", "[ex5.4][np3]") {
