@@ -11,6 +11,7 @@
 #include "workbook/device.hpp"
 #include "workbook/errors.hpp"
 #include "workbook/memory.hpp"
+#include "workbook/communicator.hpp"
 #include "workbook/progress.hpp"
 #include "workbook/timing.hpp"
 
@@ -162,6 +163,12 @@ int64_t peak_memory_bytes(const torch::Device& device) {
     std::getline(status, key);
   }
   return 0;
+}
+
+int64_t largest_peak_memory_bytes(Communicator& comm) {
+  const torch::Tensor mine = torch::full({1}, peak_memory_bytes(comm.device()),
+                                         torch::TensorOptions().dtype(torch::kInt64).device(comm.device()));
+  return comm.all_gather(mine).max().item<int64_t>();
 }
 
 std::string format_bytes(int64_t bytes) {

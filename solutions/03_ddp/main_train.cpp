@@ -185,10 +185,7 @@ int train(const workbook::LaunchEnv& env, int argc, char** argv) {
     eval = ch03::evaluate_distributed(*model, data.test.images, data.test.labels, kEvalBatch, *comm);
   }
 
-  // The largest peak over ranks: what one rank needs.
-  const torch::Tensor peaks =
-      comm->all_gather(torch::full({1}, workbook::peak_memory_bytes(device), torch::TensorOptions().dtype(torch::kInt64).device(device)));
-  const int64_t peak = peaks.max().item<int64_t>();
+  const int64_t peak = workbook::largest_peak_memory_bytes(*comm);  // what one rank needs
   const double samples_per_s = timed_seconds > 0 ? static_cast<double>(timed_samples) / timed_seconds : 0.0;
   const std::string hash = weights_sha256(*model);
   json.write({{"type", "result"},

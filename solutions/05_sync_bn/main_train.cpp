@@ -157,9 +157,7 @@ int train(const workbook::LaunchEnv& env, int argc, char** argv) {
   const double last_ms = 1e3 * workbook::median(variants.back().step_seconds);
   const std::optional<double> overhead =
       variants.size() == 2 ? std::optional<double>(last_ms / local_ms - 1.0) : std::nullopt;
-  const torch::Tensor peaks = comm->all_gather(torch::full(
-      {1}, workbook::peak_memory_bytes(device), torch::TensorOptions().dtype(torch::kInt64).device(device)));
-  const int64_t peak = peaks.max().item<int64_t>();
+  const int64_t peak = workbook::largest_peak_memory_bytes(*comm);  // what one rank needs
   for (const Variant& v : variants) {
     nlohmann::json row = {{"type", "row"}, {"variant", v.name}, {"ranks", ranks}, {"per_rank_batch", local_batch},
                           {"step_ms", 1e3 * workbook::median(v.step_seconds)}, {"test_acc", v.eval.accuracy()},
