@@ -28,7 +28,8 @@ int main(int argc, char** argv) {
   hint->add_flag("--reset", hint_reset, "start again from the first hint");
   hint->callback([&] { status = cmd_hint(hint_exercise, hint_all, hint_reset); });
 
-  auto* run = app.add_subcommand("run", "run a chapter's program: workbook run ch01 [--solution] [--ranks N] -- ARGS");
+  auto* run = app.add_subcommand(
+      "run", "run a chapter's program: workbook run ch01 [--solution] [--ranks N] [--] ARGS (e.g. ch06 --sweep)");
   static std::string run_chapter;
   static bool run_solution = false;
   static int run_ranks = 1;
@@ -37,7 +38,15 @@ int main(int argc, char** argv) {
   run->add_flag("--solution", run_solution, "run the reference solution instead of your code");
   run->add_option("--ranks", run_ranks, "processes (started with mpirun when more than 1)")->check(CLI::PositiveNumber);
   run->add_option("args", run_args, "arguments for the program, after --");
-  run->callback([&] { status = cmd_run(run_chapter, run_solution, run_ranks, run_args); });
+  // The program's own flags may follow the chapter directly: the first one
+  // this command does not know ends its options, and it and the rest go to
+  // the program as they are (`workbook run ch06 --ranks 2 --sweep --batches 128,512`).
+  run->prefix_command();
+  run->callback([&] {
+    std::vector<std::string> args = run_args;
+    for (const std::string& arg : run->remaining()) args.push_back(arg);
+    status = cmd_run(run_chapter, run_solution, run_ranks, args);
+  });
 
   auto* bench = app.add_subcommand("bench", "your code and the reference side by side, in one run, with ratios");
   static std::string bench_chapter;

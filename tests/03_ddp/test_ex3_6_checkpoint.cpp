@@ -10,31 +10,12 @@
 
 #include "ddp.hpp"
 #include "mpi_test.hpp"
+#include "shared_directory.hpp"
 #include "workbook/errors.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
-
-// A directory every rank agrees on (named by rank 0's process id), removed at the end.
-struct SharedDirectory {
-  fs::path path;
-  workbook::Communicator& comm;
-  explicit SharedDirectory(workbook::Communicator& c) : comm(c) {
-    torch::Tensor id = torch::full({1}, static_cast<int64_t>(getpid()), torch::kInt64);
-    comm.broadcast(id, 0);
-    path = fs::temp_directory_path() / ("workbook-ch03-test-" + std::to_string(id.item<int64_t>()));
-    if (comm.rank() == 0) fs::create_directories(path);
-    comm.barrier();
-  }
-  ~SharedDirectory() {
-    try {  // a destructor must not throw, even when a failed test left the ranks apart
-      comm.barrier();
-    } catch (const std::exception&) {
-    }
-    if (comm.rank() == 0) fs::remove_all(path);
-  }
-};
 
 std::vector<std::pair<torch::Tensor, torch::Tensor>> some_batches(int count) {
   torch::manual_seed(31);
@@ -66,7 +47,7 @@ bool same_state(torch::nn::Module& a, torch::nn::Module& b) {
 
 TEST_CASE("ex3.6 resuming from a checkpoint gives bit-identical weights", "[ex3.6]") {
   auto comm = mpi_test::communicator();
-  SharedDirectory dir(*comm);
+  mpi_test::SharedDirectory dir(*comm);
   const fs::path file = dir.path / "checkpoint.pt";
   const auto batches = some_batches(6);
 
@@ -100,7 +81,7 @@ TEST_CASE("ex3.6 resuming from a checkpoint gives bit-identical weights", "[ex3.
 
 TEST_CASE("ex3.6 rank 0 writes; every rank can read the file as soon as save returns", "[ex3.6][np3]") {
   auto comm = mpi_test::communicator();
-  SharedDirectory dir(*comm);
+  mpi_test::SharedDirectory dir(*comm);
   const fs::path file = dir.path / "visible.pt";
   // A large model takes rank 0 a while to write: a rank that does not wait
   // for it would look for the file too early.
@@ -122,7 +103,7 @@ TEST_CASE("ex3.6 rank 0 writes; every rank can read the file as soon as save ret
 
 TEST_CASE("ex3.6 a new checkpoint replaces the old file, it does not overwrite it in place", "[ex3.6]") {
   auto comm = mpi_test::communicator();
-  SharedDirectory dir(*comm);
+  mpi_test::SharedDirectory dir(*comm);
   const fs::path file = dir.path / "replaced.pt";
   const fs::path old_link = dir.path / "old-inode.pt";
   torch::manual_seed(3);
@@ -158,7 +139,7 @@ TEST_CASE("ex3.6 a new checkpoint replaces the old file, it does not overwrite i
 
 TEST_CASE("ex3.6 a missing or corrupt checkpoint is a clear error", "[ex3.6]") {
   auto comm = mpi_test::communicator();
-  SharedDirectory dir(*comm);
+  mpi_test::SharedDirectory dir(*comm);
   auto model = std::make_shared<workbook::TinyNet>(16);
   torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.1));
   REQUIRE_THROWS_AS(ch03::load_checkpoint(dir.path / "none.pt", *model, optimizer), workbook::UserError);

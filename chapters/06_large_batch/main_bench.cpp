@@ -1,0 +1,127 @@
+// main_bench.cpp — ch06_bench: what share of a data-parallel step is
+// communication, measured by communicating less often (ex6.5).
+//
+//   mpirun -n 2 ch06_bench [--batch 128] [--frequencies 1,2,4,8,16] [--batches 16] [--rounds 5]
+//
+// FashionCNN, momentum SGD, random data, batch / ranks samples per rank per
+// batch. For each aggregation frequency k, `--batches` batches go through a
+// GradientAggregator (one all-reduce and one optimizer step every k); the
+// frequencies take turns within each round, and medians are reported.
+//
+// A batch then costs compute + comm / k (the optimizer step is in `compute`
+// only 1/k of the time too, but it is small here). With k = 1 and the largest
+// k = K measured side by side:
+//   comm       = (t₁ − t_K) · K / (K − 1)    per all-reduce
+//   comm_share = comm / t₁                   the share of a step at k = 1
+// the method Determined documents for finding out whether a job is
+// communication-bound, with no profiler.
+#include <fmt/format.h>
+
+#include <map>
+
+#include "accumulation.hpp"
+#include "workbook/device.hpp"
+#include "workbook/errors.hpp"
+#include "workbook/results.hpp"
+#include "workbook/statistics.hpp"
+#include "workbook/timing.hpp"
+#include "workbook/train_flags.hpp"
+
+namespace {
+
+int bench(const workbook::LaunchEnv& env, int argc, char** argv) {
+  CLI::App app{"Chapter 6: the communication share of a step, by aggregation frequency", "ch06_bench"};
+  workbook::TrainFlags flags;
+  flags.batch = 128;
+  flags.lr = 0.01;
+  workbook::add_train_flags(app, flags);
+  workbook::CommunicatorOptions comm_options = workbook::CommunicatorOptions::from_environment();
+  workbook::add_distributed_flags(app, comm_options);
+  std::vector<int64_t> frequencies = {1, 2, 4, 8, 16};
+  int64_t batches = 16;
+  int rounds = 5;
+  app.add_option("--frequencies", frequencies, "aggregation frequencies to measure (1 is needed)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  app.add_option("--batches", batches, "batches per measurement (a multiple of every frequency)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--rounds", rounds, "rounds; each measures every frequency once")->check(CLI::PositiveNumber);
+  flags.threads = workbook::default_threads_per_rank(env);
+  workbook::parse_train_flags(app, flags, argc, argv);
+  std::sort(frequencies.begin(), frequencies.end());
+  frequencies.erase(std::unique(frequencies.begin(), frequencies.end()), frequencies.end());
+  WB_CHECK(frequencies.front() == 1 && frequencies.size() >= 2,
+           "--frequencies must include 1 and a larger one: the share is their difference");
+  for (const int64_t k : frequencies)
+    WB_CHECK(batches % k == 0, "--batches {} is not a multiple of frequency {}", batches, k);
+  WB_CHECK(flags.batch % env.world_size == 0, "--batch {} must divide evenly among the {} ranks", flags.batch,
+           env.world_size);
+
+  auto comm = workbook::make_communicator(workbook::backend_for(workbook::parse_device(flags.device)), env, comm_options);
+  const torch::Device device = comm->device();
+  const int64_t local_batch = flags.batch / env.world_size;
+  const bool leader = comm->rank() == 0;
+  torch::manual_seed(flags.seed);
+  auto model = std::make_shared<workbook::FashionCNN>();
+  model->to(device);
+  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(flags.lr).momentum(0.9));
+  const auto options = torch::TensorOptions().device(device);
+  const ch03::Batch batch{torch::rand({local_batch, 1, 28, 28}, options),
+                          torch::randint(0, 10, {local_batch}, options.dtype(torch::kInt64))};
+
+  // Milliseconds per batch at frequency k. The clock is read after a
+  // barrier, so every rank times the same interval.
+  auto time_batches = [&](int64_t k) {
+    ch06::GradientAggregator aggregator(*model, optimizer, *comm, k);
+    comm->barrier();
+    workbook::Stopwatch clock(device);
+    clock.start();
+    for (int64_t i = 0; i < batches; ++i) aggregator.add(batch);
+    comm->barrier();
+    return 1000.0 * clock.stop() / static_cast<double>(batches);
+  };
+  time_batches(1);  // warm-up: first-call allocations
+  std::map<int64_t, std::vector<double>> ms;
+  for (int round = 0; round < rounds; ++round)
+    for (const int64_t k : frequencies) ms[k].push_back(time_batches(k));
+
+  const int64_t largest = frequencies.back();
+  const double t1 = workbook::median(ms[1]), t_largest = workbook::median(ms[largest]);
+  const double comm_ms = (t1 - t_largest) * static_cast<double>(largest) / static_cast<double>(largest - 1);
+  const double comm_share = comm_ms / t1;
+
+  workbook::JsonLines json(leader ? flags.json : std::nullopt);
+  if (leader) {
+    fmt::print("ch06_bench: FashionCNN, {} rank(s), {} samples per rank per batch, {} thread(s) per rank; "
+               "{} rounds of {} batches per frequency, medians\n\n",
+               env.world_size, local_batch, flags.threads, rounds, batches);
+  }
+  workbook::Table table({{"frequency", 9}, {"ms/batch", 9}, {"model", 9}});
+  if (leader) fmt::print("{}\n", table.header());
+  for (const int64_t k : frequencies) {
+    const double measured = workbook::median(ms[k]);
+    const double modelled = t1 - comm_ms * (1.0 - 1.0 / static_cast<double>(k));  // compute + comm / k
+    if (leader)
+      fmt::print("{}\n", table.row({fmt::format("{}", k), fmt::format("{:.2f}", measured),
+                                    fmt::format("{:.2f}", modelled)}));
+    nlohmann::json row = {{"type", "row"}, {"measure", "batch"}, {"ranks", env.world_size},
+                          {"aggregation_frequency", k}, {"ms", measured}};
+    if (k == 1) row["comm_share"] = comm_share;
+    json.write(row);
+  }
+  if (leader)
+    fmt::print("\nall-reduce per step: comm = (t1 - t{}) x {}/{} = {:.2f} ms; comm_share at frequency 1 = {:.3f}\n"
+               "model: t1 - comm x (1 - 1/k), how well compute + comm / k describes the measurements\n",
+               largest, largest, largest - 1, comm_ms, comm_share);
+  json.write({{"type", "result"}, {"chapter", "ch06"}, {"config", "bench"}, {"device", device.str()},
+              {"ranks", env.world_size}, {"epochs", 0}, {"test_accuracy", 0.0},
+              {"samples_per_s", 1000.0 * static_cast<double>(flags.batch) / t1}, {"epoch_s", 0.0},
+              {"peak_mem_bytes", 0}, {"comm_ms", comm_ms}, {"comm_share", comm_share}});
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return workbook::run_distributed_main([&](const workbook::LaunchEnv& env) { return bench(env, argc, argv); });
+}

@@ -1,0 +1,27 @@
+// schedule.cpp — ex6.1: linear scaling, gradual warm-up, step decay.
+#include "schedule.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "workbook/errors.hpp"
+
+namespace ch06 {
+
+double peak_learning_rate(const LrSchedule& schedule) {
+  WB_CHECK(schedule.base_lr > 0 && schedule.base_batch > 0 && schedule.global_batch > 0,
+           "learning-rate schedule: base_lr {}, base_batch {} and global_batch {} must be positive", schedule.base_lr,
+           schedule.base_batch, schedule.global_batch);
+  const double ratio = static_cast<double>(schedule.global_batch) / static_cast<double>(schedule.base_batch);
+  return schedule.base_lr * std::pow(ratio, schedule.scaling_power);
+}
+
+void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
+  for (torch::optim::OptimizerParamGroup& group : optimizer.param_groups()) group.options().set_lr(lr);
+}
+
+double learning_rate_at(const LrSchedule& schedule, double epoch) {
+  WB_NOT_IMPLEMENTED("ex6.1");  // TODO(ex6.1): your code here
+}
+
+}  // namespace ch06

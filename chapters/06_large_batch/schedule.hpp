@@ -1,0 +1,54 @@
+// schedule.hpp — ex6.1: the learning rate of a large global batch, step by step
+// ("Accurate, Large Minibatch SGD", Goyal et al. 2017).
+//
+//   lr
+//   peak ┤        ┌──────────────┐            peak = base_lr · (global_batch / base_batch)
+//        │       ╱               │                    (the linear scaling rule)
+//        │     ╱                 └──────┐     decay: × decay_factor at each milestone
+//        │   ╱  warm-up                 └───┐
+//   base ┤ ╱  (linear, per step)            └──
+//        └─┴────────┴──────────────┴──────┴──── epoch (fractional: step / steps_per_epoch)
+//          0    warmup_epochs      decay_epochs[0], [1], ...
+//
+// Why warm up: at the start the weights change fastest, and a rate k times the
+// single-device one, applied to them at once, can throw the model off its
+// track in the first steps (the loss explodes, or BatchNorm's statistics run
+// away); ramping up over a few epochs lets it settle first.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include <torch/torch.h>
+
+namespace ch06 {
+
+struct LrSchedule {
+  double base_lr = 0.1;         // the rate for base_batch: what one device would train with
+  int64_t base_batch = 256;     // the scaling rule's reference batch
+  int64_t global_batch = 256;   // samples per optimizer step, over every rank and micro-step
+  double scaling_power = 1.0;   // 1: linear rule; 0.5: square-root rule (LAMB's paper); 0: no scaling
+  double warmup_epochs = 0.0;   // 0: start at the peak rate
+  std::vector<double> decay_epochs;  // milestones, ascending
+  double decay_factor = 0.1;
+};
+
+// ---- ex6.1 ----------------------------------------------------------------------
+
+// The rate after `epoch` epochs of training (fractional: step s of an epoch of
+// S steps is epoch e + s / S):
+//   peak   = base_lr · (global_batch / base_batch) ^ scaling_power
+//   start  = min(base_lr, peak)  — the single-device rate; a batch no larger
+//            than base_batch has nothing to warm up to
+//   epoch < warmup_epochs:  start + (peak − start) · epoch / warmup_epochs
+//   afterwards:             peak
+//   then, at every milestone m ≤ epoch, times decay_factor.
+double learning_rate_at(const LrSchedule& schedule, double epoch);
+
+// Given: peak = base_lr · (global_batch / base_batch) ^ scaling_power.
+double peak_learning_rate(const LrSchedule& schedule);
+
+// Given: sets the rate of every parameter group of `optimizer` (LibTorch's
+// optimizers and this chapter's Lars and Lamb alike).
+void set_learning_rate(torch::optim::Optimizer& optimizer, double lr);
+
+}  // namespace ch06

@@ -1,0 +1,388 @@
+// main_train.cpp — ch06_train: FashionCNN trained with a large global batch,
+// one configuration or a sweep of them.
+//
+//   mpirun -n 2 ch06_train [--batch 2048] [--method sgd|warmup|lars|lamb] [--epochs 3]
+//                          [--micro-batch 256] [--warmup-epochs E] [--lr BASE] ...
+//   mpirun -n 2 ch06_train --sweep [--full] [--batches 128,512] [--methods lars,lamb]
+//   workbook run ch06 --ranks 2 [--solution] --sweep
+//
+// Methods (every one decays the rate ×0.1 at 1/2 and 3/4 of the epochs):
+//   sgd     momentum SGD, the linear scaling rule, no warm-up
+//   warmup  momentum SGD, the linear scaling rule, gradual warm-up
+//   lars    LARS, the linear scaling rule, gradual warm-up
+//   lamb    LAMB, the square-root scaling rule, gradual warm-up
+// Each rank trains on its share of the global batch, in micro-batches of at
+// most --micro-batch samples accumulated into one step (ex6.4): one all-reduce
+// per step whatever the batch. Every configuration starts from the same
+// weights and sees the same samples in the same order; only the batch size
+// and the method differ. After each epoch: the whole test set.
+//
+// The sweep compares, at the same number of epochs: final test accuracy, the
+// training time to reach --target test accuracy (evaluations not counted),
+// and samples/s.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <numeric>
+#include <sstream>
+
+#include "accumulation.hpp"
+#include "ddp.hpp"  // Chapter 3's reference: broadcast_model, DistributedSampler, gather_batch, evaluate_distributed
+#include "optimizers.hpp"
+#include "schedule.hpp"
+#include "workbook/device.hpp"
+#include "workbook/errors.hpp"
+#include "workbook/fashion_mnist.hpp"
+#include "workbook/memory.hpp"
+#include "workbook/results.hpp"
+#include "workbook/timing.hpp"
+#include "workbook/train_flags.hpp"
+
+namespace {
+
+constexpr int64_t kEvalBatch = 1000;
+constexpr int64_t kBaseBatch = 256;  // the scaling rule's reference batch
+
+// What one method trains with, before scaling to the global batch.
+struct Method {
+  std::string name;
+  std::string optimizer;  // "sgd", "lars" or "lamb"
+  double base_lr;         // at batch kBaseBatch
+  double scaling_power;   // 1: linear rule, 0.5: square root
+  bool warmup;
+  double trust_coefficient = 1e-3;  // LARS's η
+};
+
+// Note: [base rates] SGD's 0.1 per 256 samples is Goyal et al.'s rate for
+// ResNet-50. FashionCNN's three fully connected layers (no BatchNorm there)
+// make momentum SGD diverge at a rate of 0.1 whatever the batch, so the
+// linear rule runs into that wall from batch 512 on: a result, reported as
+// such. LARS's and LAMB's rates were picked at global batch 2048 on the
+// reduced data (12,000 samples, 6 epochs) from three values each, the one
+// with the best final test accuracy (the lesson lists them). LARS moves each
+// weight tensor by at most lr · η of its norm per step (before momentum);
+// its excluded tensors (biases, BatchNorm) move by lr · gradient, which caps
+// lr near SGD's wall. LAMB's rate is the fraction of each tensor's norm it
+// moves per step; it scales with the square root of the batch, as in its paper.
+std::vector<Method> kMethods = {
+    {"sgd", "sgd", 0.1, 1.0, false},
+    {"warmup", "sgd", 0.1, 1.0, true},
+    {"lars", "lars", 0.0125, 1.0, true, 0.05},
+    {"lamb", "lamb", 0.005, 0.5, true},
+};
+
+const Method& find_method(const std::string& name) {
+  for (const Method& m : kMethods)
+    if (m.name == name) return m;
+  throw workbook::UserError(fmt::format("--method {}: not one of sgd, warmup, lars, lamb", name));
+}
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const Method& method, workbook::FashionCNN& model) {
+  if (method.optimizer == "lars")
+  {
+    const auto options = ch06::LarsOptions(method.base_lr).trust_coefficient(method.trust_coefficient);
+    return std::make_unique<ch06::Lars>(ch06::layer_adaptation_groups(model, options), options);
+  }
+  if (method.optimizer == "lamb")
+    return std::make_unique<ch06::Lamb>(ch06::layer_adaptation_groups(model, ch06::LambOptions(method.base_lr)),
+                                        ch06::LambOptions(method.base_lr));
+  return std::make_unique<torch::optim::SGD>(
+      model.parameters(), torch::optim::SGDOptions(method.base_lr).momentum(0.9).weight_decay(5e-4));
+}
+
+// One configuration of the sweep (or the single run).
+struct Config {
+  int64_t global_batch;
+  Method method;
+};
+
+struct Outcome {
+  double test_accuracy = 0.0;
+  double test_loss = 0.0;
+  double train_seconds = 0.0;                 // training steps only, every rank in step
+  std::optional<double> seconds_to_target;    // training time when an evaluation first reached --target
+  std::optional<int64_t> epochs_to_target;
+  int64_t steps = 0;
+  int64_t samples = 0;
+  bool diverged = false;
+  int64_t epochs_done = 0;
+};
+
+struct Setup {
+  workbook::TrainFlags flags;
+  int64_t micro_batch = 256;
+  std::optional<double> warmup_epochs;  // default: a quarter of the epochs, at most 5
+  std::optional<double> base_lr;        // default: the method's
+  double target = 0.85;
+};
+
+// The method's schedule at this configuration's batch.
+ch06::LrSchedule schedule_for(const Config& config, const Setup& setup) {
+  ch06::LrSchedule schedule;
+  schedule.base_lr = setup.base_lr.value_or(config.method.base_lr);
+  schedule.base_batch = kBaseBatch;
+  schedule.global_batch = config.global_batch;
+  schedule.scaling_power = config.method.scaling_power;
+  const double epochs = setup.flags.epochs;
+  schedule.warmup_epochs = config.method.warmup ? setup.warmup_epochs.value_or(std::min(5.0, epochs / 4.0)) : 0.0;
+  schedule.decay_epochs = {epochs * 0.5, epochs * 0.75};
+  return schedule;
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream stream(text);
+  for (std::string item; std::getline(stream, item, ',');)
+    if (!item.empty()) items.push_back(item);
+  return items;
+}
+
+Outcome train_config(const Config& config, const Setup& setup, const workbook::FashionMnist& data,
+                     workbook::Communicator& comm, workbook::Table& table, workbook::JsonLines& json) {
+  const workbook::TrainFlags& flags = setup.flags;
+  const int ranks = comm.size();
+  const torch::Device device = comm.device();
+  const bool leader = comm.rank() == 0;
+  const int64_t local_batch = config.global_batch / ranks;
+  const int64_t micro_batch = std::min(setup.micro_batch, local_batch);
+  WB_CHECK(config.global_batch % ranks == 0 && local_batch % micro_batch == 0,
+           "global batch {} must split into {} ranks x micro-batches of {} (--micro-batch): use a multiple of {}",
+           config.global_batch, ranks, micro_batch, ranks * micro_batch);
+
+  // The same initial weights for every configuration: the seed's, on rank 0.
+  torch::manual_seed(flags.seed + static_cast<uint64_t>(comm.rank()));
+  auto model = std::make_shared<workbook::FashionCNN>();
+  model->to(device);
+  ch03::broadcast_model(*model, comm, 0);
+  std::unique_ptr<torch::optim::Optimizer> optimizer = make_optimizer(config.method, *model);
+
+  ch03::DistributedSampler sampler(data.train.size(), ranks, comm.rank(), /*shuffle=*/true, flags.seed);
+  const int64_t steps_per_epoch = sampler.num_samples() / local_batch;  // whole batches only
+  WB_CHECK(steps_per_epoch >= 1, "global batch {} is more than the {} training samples", config.global_batch,
+           data.train.size());
+  const ch06::LrSchedule schedule = schedule_for(config, setup);
+  const std::string variant = fmt::format("{}@{}", config.method.name, config.global_batch);
+
+  Outcome outcome;
+  for (int64_t epoch = 1; epoch <= flags.epochs && !outcome.diverged; ++epoch) {
+    sampler.set_epoch(epoch);
+    const torch::Tensor indices = sampler.indices();
+    double loss_sum = 0.0;
+    double lr = 0.0;
+    for (int64_t step = 0; step < steps_per_epoch; ++step) {
+      lr = ch06::learning_rate_at(schedule, static_cast<double>(epoch - 1) +
+                                                static_cast<double>(step) / static_cast<double>(steps_per_epoch));
+      ch06::set_learning_rate(*optimizer, lr);
+      const ch03::Batch batch =
+          ch03::gather_batch(data.train.images, data.train.labels, indices, step * local_batch, local_batch);
+      workbook::Stopwatch clock(device);
+      clock.start();
+      const torch::Tensor loss =
+          ch06::accumulated_train_step(*model, *optimizer, ch06::split_batch(batch, micro_batch), comm);
+      outcome.train_seconds += clock.stop();
+      loss_sum += loss.item<double>();
+      ++outcome.steps;
+      outcome.samples += config.global_batch;
+    }
+    torch::Tensor loss_sums = torch::tensor({loss_sum, static_cast<double>(steps_per_epoch)}, torch::kFloat64);
+    comm.all_reduce(loss_sums, workbook::ReduceOp::Sum);  // every rank's batches: the same verdict everywhere
+    const double train_loss = loss_sums[0].item<double>() / loss_sums[1].item<double>();
+    // A rate too high for the model sends the loss to infinity, after which
+    // nothing recovers: the configuration stops there, and says so.
+    outcome.diverged = !std::isfinite(train_loss);
+    const ch03::EvalResult eval =
+        ch03::evaluate_distributed(*model, data.test.images, data.test.labels, kEvalBatch, comm);
+    outcome.test_accuracy = eval.accuracy();
+    outcome.test_loss = eval.mean_loss;
+    outcome.epochs_done = epoch;
+    if (!outcome.seconds_to_target && eval.accuracy() >= setup.target) {
+      outcome.seconds_to_target = outcome.train_seconds;
+      outcome.epochs_to_target = epoch;
+    }
+    if (leader)
+      fmt::print("{}\n", table.row({fmt::format("{}", config.global_batch), config.method.name,
+                                    fmt::format("{}", epoch), fmt::format("{:.4g}", lr),
+                                    outcome.diverged ? "diverged" : fmt::format("{:.4g}", train_loss),
+                                    fmt::format("{:.4f}", eval.accuracy()), fmt::format("{:.1f}", outcome.train_seconds)}));
+    json.write({{"type", "epoch"}, {"chapter", "ch06"}, {"variant", variant}, {"global_batch", config.global_batch},
+                {"method", config.method.name}, {"epoch", epoch}, {"lr", lr},
+                {"train_loss", outcome.diverged ? nlohmann::json(nullptr) : nlohmann::json(train_loss)},
+                {"test_accuracy", eval.accuracy()}, {"train_s", outcome.train_seconds}});
+  }
+  return outcome;
+}
+
+int train(const workbook::LaunchEnv& env, int argc, char** argv) {
+  CLI::App app{"Chapter 6: FashionCNN with a large global batch: scaling, warm-up, LARS, LAMB", "ch06_train"};
+  Setup setup;
+  workbook::TrainFlags& flags = setup.flags;
+  flags.batch = 2048;
+  flags.epochs = 3;
+  workbook::add_train_flags(app, flags);
+  workbook::CommunicatorOptions comm_options = workbook::CommunicatorOptions::from_environment();
+  workbook::add_distributed_flags(app, comm_options);
+  std::string method_name = "lars";
+  app.add_option("--method", method_name, "sgd (scaled, no warm-up), warmup, lars or lamb")
+      ->check(CLI::IsMember({"sgd", "warmup", "lars", "lamb"}))
+      ->capture_default_str();
+  app.add_option("--micro-batch", setup.micro_batch, "samples per forward pass on a rank; more are accumulated")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--warmup-epochs", setup.warmup_epochs, "warm-up length (default: epochs / 4, at most 5)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--target", setup.target, "the test accuracy whose time-to-reach is reported")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  std::optional<double> trust_coefficient;
+  app.add_option("--trust-coefficient", trust_coefficient, "LARS's η: each layer moves by lr · η of its norm")
+      ->check(CLI::PositiveNumber);
+  bool sweep = false, full = false;
+  std::string batches_text, methods_text;
+  app.add_flag("--sweep", sweep, "every global batch x every method (the reduced grid unless --full)");
+  app.add_flag("--full", full, "with --sweep: batches 128..8192 on all 60,000 samples for 30 epochs (hours on a CPU)");
+  app.add_option("--batches", batches_text, "with --sweep: these global batches only, e.g. 128,2048");
+  app.add_option("--methods", methods_text, "with --sweep: these methods only, e.g. warmup,lars");
+  flags.threads = workbook::default_threads_per_rank(env);
+  workbook::parse_train_flags(app, flags, argc, argv);
+  if (app.get_option("--lr")->count() > 0) setup.base_lr = flags.lr;  // else: each method's own
+  if (trust_coefficient)
+    for (Method& m : kMethods) m.trust_coefficient = *trust_coefficient;
+  WB_CHECK(sweep || (!full && batches_text.empty() && methods_text.empty()),
+           "--full, --batches and --methods go with --sweep");
+
+  // The grid. Note: [reduced grid] the full grid's per-sample cost is the same
+  // at every batch on a CPU, so its 16 runs of 30 epochs take hours on 2 cores.
+  // The reduced grid keeps its shape at a quarter of everything: a quarter of
+  // the batches on a fifth of the data, so the largest batch still gets about
+  // as few steps per epoch (5.9 here, 7.3 there), for 4 epochs.
+  std::vector<Config> configs;
+  if (sweep) {
+    std::vector<int64_t> batches = full ? std::vector<int64_t>{128, 512, 2048, 8192} : std::vector<int64_t>{32, 128, 512, 2048};
+    if (app.get_option("--epochs")->count() == 0) flags.epochs = full ? 30 : 4;
+    if (app.get_option("--train-samples")->count() == 0) flags.train_samples = full ? -1 : 12000;
+    if (!batches_text.empty()) {
+      batches.clear();
+      for (const std::string& item : split_list(batches_text)) {
+        try {
+          batches.push_back(std::stoll(item));
+        } catch (const std::exception&) {
+          throw workbook::UserError(fmt::format("--batches: {} is not a number", item));
+        }
+        WB_CHECK(batches.back() > 0, "--batches: {} is not a positive batch", item);
+      }
+    }
+    std::vector<Method> methods = kMethods;
+    if (!methods_text.empty()) {
+      methods.clear();
+      for (const std::string& item : split_list(methods_text)) methods.push_back(find_method(item));
+    }
+    for (const int64_t b : batches)
+      for (const Method& m : methods) configs.push_back({b, m});
+  } else {
+    configs.push_back({flags.batch, find_method(method_name)});
+  }
+  const int ranks = env.world_size;
+  for (const Config& c : configs)
+    WB_CHECK(c.global_batch % ranks == 0, "global batch {} must divide evenly among the {} ranks", c.global_batch,
+             ranks);
+
+  std::unique_ptr<workbook::Communicator> comm =
+      workbook::make_communicator(workbook::backend_for(workbook::parse_device(flags.device)), env, comm_options);
+  const torch::Device device = comm->device();
+  const bool leader = comm->rank() == 0;
+  const workbook::FashionMnist data = workbook::load_training_data(flags, device);
+  for (const Config& c : configs)
+    WB_CHECK(c.global_batch <= data.train.size(), "global batch {} is more than the {} training samples",
+             c.global_batch, data.train.size());
+
+  workbook::JsonLines json(leader ? flags.json : std::nullopt);
+  if (leader)
+    fmt::print("ch06_train: FashionCNN, {} rank(s) ({}), {} configuration(s), {} epoch(s), {} train / {} test "
+               "samples, micro-batches of at most {} per rank, device {}, {} thread(s) per rank\n",
+               ranks, env.launcher, configs.size(), flags.epochs, data.train.size(), data.test.size(),
+               setup.micro_batch, device.str(), flags.threads);
+  workbook::Table table({{"batch", 6}, {"method", 7}, {"epoch", 5}, {"lr", 9}, {"train_loss", 10},
+                         {"test_acc", 8}, {"train_s", 8}});
+  if (leader) fmt::print("{}\n", table.header());
+
+  std::vector<Outcome> outcomes;
+  for (const Config& c : configs) {
+    outcomes.push_back(train_config(c, setup, data, *comm, table, json));
+    const Outcome& o = outcomes.back();
+    nlohmann::json row = {{"type", "row"}, {"global_batch", c.global_batch}, {"method", c.method.name},
+                          {"ranks", ranks}, {"epochs", flags.epochs}, {"steps", o.steps},
+                          {"test_acc", o.test_accuracy}, {"train_s", o.train_seconds},
+                          {"samples_per_s", static_cast<double>(o.samples) / o.train_seconds},
+                          {"peak_lr", ch06::peak_learning_rate(schedule_for(c, setup))},
+                          {"diverged", o.diverged}};
+    row["time_to_target_s"] = o.seconds_to_target ? nlohmann::json(*o.seconds_to_target) : nlohmann::json(nullptr);
+    row["epochs_to_target"] = o.epochs_to_target ? nlohmann::json(*o.epochs_to_target) : nlohmann::json(nullptr);
+    json.write(row);
+  }
+
+  // The summary: one line per configuration, against the smallest batch's best.
+  const int64_t smallest = std::min_element(configs.begin(), configs.end(), [](const Config& a, const Config& b) {
+                             return a.global_batch < b.global_batch;
+                           })->global_batch;
+  double reference = 0.0;
+  for (size_t i = 0; i < configs.size(); ++i)
+    if (configs[i].global_batch == smallest) reference = std::max(reference, outcomes[i].test_accuracy);
+  if (leader) {
+    fmt::print("\nsummary: {} epoch(s) each; Δ: test accuracy against the best at global batch {} ({:.4f}); "
+               "to {:.2f}: training time (and epoch) at the first evaluation reaching it\n",
+               flags.epochs, smallest, reference, setup.target);
+    workbook::Table summary({{"batch", 6}, {"method", 7}, {"steps", 6}, {"peak_lr", 9}, {"test_acc", 8},
+                             {"Δ", 7}, {"to_target", 14}, {"samples/s", 9}});
+    fmt::print("{}\n", summary.header());
+    for (size_t i = 0; i < configs.size(); ++i) {
+      const Config& c = configs[i];
+      const Outcome& o = outcomes[i];
+      const double peak = ch06::peak_learning_rate(schedule_for(c, setup));
+      const std::string to_target = o.seconds_to_target
+                                        ? fmt::format("{:.1f} s (ep {})", *o.seconds_to_target, *o.epochs_to_target)
+                                        : (o.diverged ? "diverged" : "not reached");
+      fmt::print("{}\n", summary.row({fmt::format("{}", c.global_batch), c.method.name, fmt::format("{}", o.steps),
+                                      fmt::format("{:.4g}", peak), fmt::format("{:.4f}", o.test_accuracy),
+                                      fmt::format("{:+.4f}", o.test_accuracy - reference), to_target,
+                                      fmt::format("{:.0f}", static_cast<double>(o.samples) / o.train_seconds)}));
+    }
+  }
+
+  // The result line: the last configuration (the only one without --sweep).
+  const Config& last = configs.back();
+  const Outcome& o = outcomes.back();
+  const int64_t peak = workbook::largest_peak_memory_bytes(*comm);
+  double samples = 0.0, seconds = 0.0;
+  for (const Outcome& each : outcomes) {
+    samples += static_cast<double>(each.samples);
+    seconds += each.train_seconds;
+  }
+  json.write({{"type", "result"},
+              {"chapter", "ch06"},
+              {"config", sweep ? fmt::format("sweep of {} configurations", configs.size())
+                               : fmt::format("{}, global batch {}", last.method.name, last.global_batch)},
+              {"device", device.str()},
+              {"ranks", ranks},
+              {"threads", flags.threads},
+              {"epochs", flags.epochs},
+              {"batch", last.global_batch},
+              {"method", last.method.name},
+              {"train_samples", data.train.size()},
+              {"test_accuracy", o.test_accuracy},
+              {"test_loss", o.test_loss},
+              {"samples_per_s", samples / seconds},  // over every configuration
+              {"epoch_s", o.train_seconds / static_cast<double>(std::max<int64_t>(o.epochs_done, 1))},
+              {"peak_mem_bytes", peak},
+              {"diverged", o.diverged}});
+  if (leader)
+    fmt::print("result: {} at global batch {}: test accuracy {:.4f} after {} epoch(s), {:.1f} samples/s over {} "
+               "rank(s)\n",
+               last.method.name, last.global_batch, o.test_accuracy, o.epochs_done, samples / seconds, ranks);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return workbook::run_distributed_main([&](const workbook::LaunchEnv& env) { return train(env, argc, argv); });
+}

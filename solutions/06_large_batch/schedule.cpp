@@ -1,0 +1,38 @@
+// schedule.cpp — ex6.1: linear scaling, gradual warm-up, step decay.
+#include "schedule.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "workbook/errors.hpp"
+
+namespace ch06 {
+
+double peak_learning_rate(const LrSchedule& schedule) {
+  WB_CHECK(schedule.base_lr > 0 && schedule.base_batch > 0 && schedule.global_batch > 0,
+           "learning-rate schedule: base_lr {}, base_batch {} and global_batch {} must be positive", schedule.base_lr,
+           schedule.base_batch, schedule.global_batch);
+  const double ratio = static_cast<double>(schedule.global_batch) / static_cast<double>(schedule.base_batch);
+  return schedule.base_lr * std::pow(ratio, schedule.scaling_power);
+}
+
+void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
+  for (torch::optim::OptimizerParamGroup& group : optimizer.param_groups()) group.options().set_lr(lr);
+}
+
+double learning_rate_at(const LrSchedule& schedule, double epoch) {
+  // BEGIN SOLUTION ex6.1
+  const double peak = peak_learning_rate(schedule);
+  double lr = peak;
+  if (schedule.warmup_epochs > 0 && epoch < schedule.warmup_epochs) {
+    // Goyal et al.: from the single-device rate, by the same amount every step.
+    const double start = std::min(schedule.base_lr, peak);
+    lr = start + (peak - start) * std::max(epoch, 0.0) / schedule.warmup_epochs;
+  }
+  for (const double milestone : schedule.decay_epochs)
+    if (epoch >= milestone) lr *= schedule.decay_factor;
+  return lr;
+  // END SOLUTION
+}
+
+}  // namespace ch06

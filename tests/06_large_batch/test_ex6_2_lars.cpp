@@ -1,0 +1,82 @@
+// Tests for ex6.2: LARS updates worked out by hand, the exclusions, and its
+// state in a checkpoint.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "optimizer_checks.hpp"
+#include "optimizers.hpp"
+
+using optimizer_checks::ToyLayer;
+
+namespace {
+
+ch06::LarsOptions toy_options() {
+  return ch06::LarsOptions(0.5).momentum(0.9).weight_decay(0.1).trust_coefficient(0.01);
+}
+
+}  // namespace
+
+TEST_CASE("ex6.2 one LARS step of an adapted weight equals the hand-computed one", "[ex6.2]") {
+  ToyLayer layer;
+  ch06::Lars lars({layer.w}, toy_options());
+  optimizer_checks::set_grads(layer, torch::tensor({{0.6, 0.8}}, torch::kFloat64), torch::zeros({2}, torch::kFloat64));
+  lars.step();
+  // ‖w‖ = 5, ‖g‖ = 1: local_lr = 0.01 · 5 / (1 + 0.1 · 5) = 1/30;
+  // g + βw = [0.9, 1.2]; v = 0.5 · (1/30) · [0.9, 1.2] = [0.015, 0.02]; w − v.
+  INFO("w after one step: " << layer.w);
+  CHECK(layer.w[0][0].item<double>() == Approx(2.985).epsilon(1e-12));
+  CHECK(layer.w[0][1].item<double>() == Approx(3.98).epsilon(1e-12));
+  INFO("the bias was not given to this optimizer: untouched");
+  CHECK(layer.b[0].item<double>() == 1.0);
+
+  // Second step, same gradient: the momentum buffer carries 0.9 of the first.
+  optimizer_checks::set_grads(layer, torch::tensor({{0.6, 0.8}}, torch::kFloat64), torch::zeros({2}, torch::kFloat64));
+  lars.step();
+  const double norm1 = 0.995 * 5.0;  // w₁ = 0.995 · w₀
+  const double local_lr = 0.01 * norm1 / (1.0 + 0.1 * norm1);
+  const double v0 = 0.9 * 0.015 + 0.5 * local_lr * (0.6 + 0.1 * 2.985);
+  const double v1 = 0.9 * 0.02 + 0.5 * local_lr * (0.8 + 0.1 * 3.98);
+  INFO("w after two steps: " << layer.w);
+  CHECK(layer.w[0][0].item<double>() == Approx(2.985 - v0).epsilon(1e-12));
+  CHECK(layer.w[0][1].item<double>() == Approx(3.98 - v1).epsilon(1e-12));
+}
+
+TEST_CASE("ex6.2 excluded tensors: plain momentum SGD, no weight decay, no trust ratio", "[ex6.2]") {
+  ToyLayer layer;
+  ch06::Lars lars(ch06::layer_adaptation_groups(layer, toy_options()), toy_options());
+  REQUIRE(lars.param_groups().size() == 2);
+  optimizer_checks::set_grads(layer, torch::tensor({{0.6, 0.8}}, torch::kFloat64),
+                              torch::tensor({0.5, -0.25}, torch::kFloat64));
+  lars.step();
+  INFO("the bias: v = 0.5 · g = [0.25, -0.125], b − v = [0.75, -1.875]");
+  CHECK(layer.b[0].item<double>() == Approx(0.75).epsilon(1e-12));
+  CHECK(layer.b[1].item<double>() == Approx(-1.875).epsilon(1e-12));
+  INFO("the weight, adapted as before");
+  CHECK(layer.w[0][0].item<double>() == Approx(2.985).epsilon(1e-12));
+}
+
+TEST_CASE("ex6.2 a weight of norm zero still moves (trust ratio 1); no gradient, no move", "[ex6.2]") {
+  torch::Tensor zero = torch::zeros({1, 2}, torch::kFloat64).set_requires_grad(true);
+  torch::Tensor idle = torch::ones({1, 2}, torch::kFloat64).set_requires_grad(true);
+  ch06::Lars lars({zero, idle}, toy_options());
+  zero.mutable_grad() = torch::tensor({{0.6, 0.8}}, torch::kFloat64);
+  lars.step();
+  INFO("v = 0.5 · 1 · (g + 0.1 · 0) = [0.3, 0.4]");
+  CHECK(zero[0][0].item<double>() == Approx(-0.3).epsilon(1e-12));
+  CHECK(zero[0][1].item<double>() == Approx(-0.4).epsilon(1e-12));
+  INFO("a parameter without a gradient is skipped (no weight decay either)");
+  CHECK(idle.eq(1.0).all().item<bool>());
+}
+
+TEST_CASE("ex6.2 LARS's momentum survives a checkpoint", "[ex6.2]") {
+  auto comm = mpi_test::communicator();
+  const double difference = optimizer_checks::resume_difference(
+      [](torch::nn::Module& model) {
+        const auto options = ch06::LarsOptions(2.0).trust_coefficient(0.01);
+        return std::make_unique<ch06::Lars>(ch06::layer_adaptation_groups(model, options), options);
+      },
+      *comm);
+  INFO("largest parameter difference between training on and resuming from the checkpoint: " << difference);
+  REQUIRE(mpi_test::all_ranks(difference == 0.0));
+}
