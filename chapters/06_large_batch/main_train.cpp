@@ -24,7 +24,6 @@
 
 #include <cmath>
 #include <numeric>
-#include <sstream>
 
 #include "accumulation.hpp"
 #include "ddp.hpp"  // Chapter 3's reference: broadcast_model, DistributedSampler, gather_batch, evaluate_distributed
@@ -58,12 +57,13 @@ struct Method {
 // make momentum SGD diverge at a rate of 0.1 whatever the batch, so the
 // linear rule runs into that wall from batch 512 on: a result, reported as
 // such. LARS's and LAMB's rates were picked at global batch 2048 on the
-// reduced data (12,000 samples, 6 epochs) from three values each, the one
-// with the best final test accuracy (the lesson lists them). LARS moves each
-// weight tensor by at most lr · η of its norm per step (before momentum);
-// its excluded tensors (biases, BatchNorm) move by lr · gradient, which caps
-// lr near SGD's wall. LAMB's rate is the fraction of each tensor's norm it
-// moves per step; it scales with the square root of the batch, as in its paper.
+// reduced data (12,000 samples, 6 epochs) from a handful of values each, the
+// one with the best final test accuracy (the lesson lists them). LARS moves
+// each weight tensor by at most lr · η of its norm per step (before
+// momentum); its excluded tensors (biases, BatchNorm) move by lr · gradient,
+// which caps lr near SGD's wall. LAMB's rate is the fraction of each
+// tensor's norm it moves per step; it scales with the square root of the
+// batch, as in its paper.
 std::vector<Method> kMethods = {
     {"sgd", "sgd", 0.1, 1.0, false},
     {"warmup", "sgd", 0.1, 1.0, true},
@@ -129,14 +129,6 @@ ch06::LrSchedule schedule_for(const Config& config, const Setup& setup) {
   return schedule;
 }
 
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> items;
-  std::stringstream stream(text);
-  for (std::string item; std::getline(stream, item, ',');)
-    if (!item.empty()) items.push_back(item);
-  return items;
-}
-
 Outcome train_config(const Config& config, const Setup& setup, const workbook::FashionMnist& data,
                      workbook::Communicator& comm, workbook::Table& table, workbook::JsonLines& json) {
   const workbook::TrainFlags& flags = setup.flags;
@@ -144,10 +136,7 @@ Outcome train_config(const Config& config, const Setup& setup, const workbook::F
   const torch::Device device = comm.device();
   const bool leader = comm.rank() == 0;
   const int64_t local_batch = config.global_batch / ranks;
-  const int64_t micro_batch = std::min(setup.micro_batch, local_batch);
-  WB_CHECK(config.global_batch % ranks == 0 && local_batch % micro_batch == 0,
-           "global batch {} must split into {} ranks x micro-batches of {} (--micro-batch): use a multiple of {}",
-           config.global_batch, ranks, micro_batch, ranks * micro_batch);
+  const int64_t micro_batch = std::min(setup.micro_batch, local_batch);  // checked before any training
 
   // The same initial weights for every configuration: the seed's, on rank 0.
   torch::manual_seed(flags.seed + static_cast<uint64_t>(comm.rank()));
@@ -184,7 +173,8 @@ Outcome train_config(const Config& config, const Setup& setup, const workbook::F
       ++outcome.steps;
       outcome.samples += config.global_batch;
     }
-    torch::Tensor loss_sums = torch::tensor({loss_sum, static_cast<double>(steps_per_epoch)}, torch::kFloat64);
+    torch::Tensor loss_sums =
+        torch::tensor({loss_sum, static_cast<double>(steps_per_epoch)}, torch::kFloat64).to(device);
     comm.all_reduce(loss_sums, workbook::ReduceOp::Sum);  // every rank's batches: the same verdict everywhere
     const double train_loss = loss_sums[0].item<double>() / loss_sums[1].item<double>();
     // A rate too high for the model sends the loss to infinity, after which
@@ -237,44 +227,42 @@ int train(const workbook::LaunchEnv& env, int argc, char** argv) {
   app.add_option("--trust-coefficient", trust_coefficient, "LARS's η: each layer moves by lr · η of its norm")
       ->check(CLI::PositiveNumber);
   bool sweep = false, full = false;
-  std::string batches_text, methods_text;
+  std::vector<int64_t> sweep_batches;
+  std::vector<std::string> sweep_methods;
   app.add_flag("--sweep", sweep, "every global batch x every method (the reduced grid unless --full)");
   app.add_flag("--full", full, "with --sweep: batches 128..8192 on all 60,000 samples for 30 epochs (hours on a CPU)");
-  app.add_option("--batches", batches_text, "with --sweep: these global batches only, e.g. 128,2048");
-  app.add_option("--methods", methods_text, "with --sweep: these methods only, e.g. warmup,lars");
+  app.add_option("--batches", sweep_batches, "with --sweep: these global batches only, e.g. 128,2048")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  app.add_option("--methods", sweep_methods, "with --sweep: these methods only, e.g. warmup,lars")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"sgd", "warmup", "lars", "lamb"}));
   flags.threads = workbook::default_threads_per_rank(env);
   workbook::parse_train_flags(app, flags, argc, argv);
   if (app.get_option("--lr")->count() > 0) setup.base_lr = flags.lr;  // else: each method's own
   if (trust_coefficient)
     for (Method& m : kMethods) m.trust_coefficient = *trust_coefficient;
-  WB_CHECK(sweep || (!full && batches_text.empty() && methods_text.empty()),
-           "--full, --batches and --methods go with --sweep");
+  auto given = [&](const char* flag) { return app.get_option(flag)->count() > 0; };
+  WB_CHECK(sweep || (!full && !given("--batches") && !given("--methods")), "--full, --batches and --methods go with --sweep");
+  WB_CHECK(!sweep || (!given("--batch") && !given("--method")),
+           "--sweep sets the batch and the method of each run: use --batches and --methods to choose them");
 
-  // The grid. Note: [reduced grid] the full grid's per-sample cost is the same
-  // at every batch on a CPU, so its 16 runs of 30 epochs take hours on 2 cores.
-  // The reduced grid keeps its shape at a quarter of everything: a quarter of
-  // the batches on a fifth of the data, so the largest batch still gets about
-  // as few steps per epoch (5.9 here, 7.3 there), for 4 epochs.
+  // The grid. Note: [reduced grid] On a CPU a sample costs the same at every
+  // batch, so the full grid (16 runs of 30 epochs over 60,000 samples) takes
+  // hours on 2 cores. The reduced grid drops the largest batch and trains on
+  // a fifth of the data for 5 epochs: its largest batch, 2048, still gets
+  // only 5 steps per epoch (8192 gets 7 in the full grid). Batches below 128
+  // are no cheaper: at 16 samples per rank the all-reduce takes most of a step.
   std::vector<Config> configs;
   if (sweep) {
-    std::vector<int64_t> batches = full ? std::vector<int64_t>{128, 512, 2048, 8192} : std::vector<int64_t>{32, 128, 512, 2048};
-    if (app.get_option("--epochs")->count() == 0) flags.epochs = full ? 30 : 4;
+    std::vector<int64_t> batches = full ? std::vector<int64_t>{128, 512, 2048, 8192} : std::vector<int64_t>{128, 512, 2048};
+    if (app.get_option("--epochs")->count() == 0) flags.epochs = full ? 30 : 5;
     if (app.get_option("--train-samples")->count() == 0) flags.train_samples = full ? -1 : 12000;
-    if (!batches_text.empty()) {
-      batches.clear();
-      for (const std::string& item : split_list(batches_text)) {
-        try {
-          batches.push_back(std::stoll(item));
-        } catch (const std::exception&) {
-          throw workbook::UserError(fmt::format("--batches: {} is not a number", item));
-        }
-        WB_CHECK(batches.back() > 0, "--batches: {} is not a positive batch", item);
-      }
-    }
+    if (!sweep_batches.empty()) batches = sweep_batches;
     std::vector<Method> methods = kMethods;
-    if (!methods_text.empty()) {
+    if (!sweep_methods.empty()) {
       methods.clear();
-      for (const std::string& item : split_list(methods_text)) methods.push_back(find_method(item));
+      for (const std::string& name : sweep_methods) methods.push_back(find_method(name));
     }
     for (const int64_t b : batches)
       for (const Method& m : methods) configs.push_back({b, m});
@@ -282,9 +270,17 @@ int train(const workbook::LaunchEnv& env, int argc, char** argv) {
     configs.push_back({flags.batch, find_method(method_name)});
   }
   const int ranks = env.world_size;
-  for (const Config& c : configs)
+  WB_CHECK(!configs.empty(), "nothing to train: --batches and --methods name no configuration");
+  for (const Config& c : configs) {
+    // Every configuration is checked before the first trains: a sweep must
+    // not fail hours in.
     WB_CHECK(c.global_batch % ranks == 0, "global batch {} must divide evenly among the {} ranks", c.global_batch,
              ranks);
+    const int64_t local_batch = c.global_batch / ranks;
+    WB_CHECK(local_batch % std::min(setup.micro_batch, local_batch) == 0,
+             "global batch {} must split into {} ranks x micro-batches of {} (--micro-batch): use a multiple of {}",
+             c.global_batch, ranks, setup.micro_batch, ranks * setup.micro_batch);
+  }
 
   std::unique_ptr<workbook::Communicator> comm =
       workbook::make_communicator(workbook::backend_for(workbook::parse_device(flags.device)), env, comm_options);

@@ -1,4 +1,6 @@
 // main.cpp — `workbook`: how a person uses the workbook (DESIGN.md, "The workbook CLI").
+#include <algorithm>
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -10,6 +12,13 @@ int main(int argc, char** argv) {
   CLI::App app{"The distributed-training workbook: exercises, checks, hints, runs and benchmarks", "workbook"};
   app.require_subcommand(1);
   int status = 0;
+  // What follows `--` is never the workbook's: kept aside for `run` and `bench`.
+  std::vector<std::string> own_args(argv + 1, argv + argc), after_double_dash;
+  const auto double_dash = std::find(own_args.begin(), own_args.end(), std::string("--"));
+  if (double_dash != own_args.end()) {
+    after_double_dash.assign(double_dash + 1, own_args.end());
+    own_args.erase(double_dash, own_args.end());
+  }
 
   app.add_subcommand("list", "every exercise and its state (not started / failing / done)")->callback([&] {
     status = cmd_list();
@@ -33,18 +42,16 @@ int main(int argc, char** argv) {
   static std::string run_chapter;
   static bool run_solution = false;
   static int run_ranks = 1;
-  static std::vector<std::string> run_args;
   run->add_option("chapter", run_chapter, "chNN")->required();
   run->add_flag("--solution", run_solution, "run the reference solution instead of your code");
   run->add_option("--ranks", run_ranks, "processes (started with mpirun when more than 1)")->check(CLI::PositiveNumber);
-  run->add_option("args", run_args, "arguments for the program, after --");
-  // The program's own flags may follow the chapter directly: the first one
-  // this command does not know ends its options, and it and the rest go to
-  // the program as they are (`workbook run ch06 --ranks 2 --sweep --batches 128,512`).
-  run->prefix_command();
+  // The program's arguments: those this command does not know
+  // (`workbook run ch06 --ranks 2 --sweep --batches 128,512`), then everything
+  // after `--`, passed on as they are, in order.
+  run->allow_extras();
   run->callback([&] {
-    std::vector<std::string> args = run_args;
-    for (const std::string& arg : run->remaining()) args.push_back(arg);
+    std::vector<std::string> args = run->remaining();
+    args.insert(args.end(), after_double_dash.begin(), after_double_dash.end());
     status = cmd_run(run_chapter, run_solution, run_ranks, args);
   });
 
@@ -53,15 +60,14 @@ int main(int argc, char** argv) {
   static std::optional<int> bench_ranks;  // unset: each part's default
   static std::optional<int> bench_repeats;
   static std::optional<std::string> bench_json;
-  static std::vector<std::string> bench_args;
   bench->add_option("chapter", bench_chapter, "chNN")->required();
   bench->add_option("--ranks", bench_ranks, "processes")->check(CLI::PositiveNumber);
   bench->add_option("--repeats", bench_repeats,
                     "runs of each, interleaved; medians are reported (default: the chapter's, usually 3)")
       ->check(CLI::PositiveNumber);
   bench->add_option("--json", bench_json, "write every run and the summary as JSON lines");
-  bench->add_option("args", bench_args, "more arguments for every run, after -- (e.g. -- --device cuda)");
-  bench->callback([&] { status = cmd_bench(bench_chapter, bench_ranks, bench_repeats, bench_json, bench_args); });
+  // More arguments for every run go after `--` (e.g. `-- --device cuda`).
+  bench->callback([&] { status = cmd_bench(bench_chapter, bench_ranks, bench_repeats, bench_json, after_double_dash); });
 
   auto* tour = app.add_subcommand("tour", "every chapter's reference at a small scale: one results table");
   static bool tour_full = false;
@@ -85,7 +91,11 @@ int main(int argc, char** argv) {
       ->callback([&] { status = cmd_dev_check(); });
 
   try {
-    app.parse(argc, argv);
+    const auto command = std::find_if(own_args.begin(), own_args.end(), [](const std::string& a) { return a[0] != '-'; });
+    WB_CHECK(after_double_dash.empty() || (command != own_args.end() && (*command == "run" || *command == "bench")),
+             "arguments after -- are for `workbook run` and `workbook bench` only");
+    std::reverse(own_args.begin(), own_args.end());  // CLI11 takes a vector in reverse order
+    app.parse(own_args);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);  // prints help, or the mistake
     return code == 0 ? 0 : 2;

@@ -29,7 +29,10 @@
 // parameter position, through the ParamState and Options classes' serialize()
 // methods; defining those (below) is all it takes for ch03's save_checkpoint
 // and load_checkpoint to carry LARS's momentum and LAMB's moments and step
-// counts with the model.
+// counts with the model. The options (lr, η, weight decay) are written but,
+// as for LibTorch 1.13's own optimizers, not read back: load() restores the
+// state into an optimizer the program has built with its options, and the
+// rate comes from the schedule at every step anyway.
 #pragma once
 #include <memory>
 #include <vector>

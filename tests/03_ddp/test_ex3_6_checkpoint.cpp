@@ -10,28 +10,13 @@
 
 #include "ddp.hpp"
 #include "mpi_test.hpp"
+#include "oracles.hpp"
 #include "shared_directory.hpp"
 #include "workbook/errors.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
-
-std::vector<std::pair<torch::Tensor, torch::Tensor>> some_batches(int count) {
-  torch::manual_seed(31);
-  std::vector<std::pair<torch::Tensor, torch::Tensor>> batches;
-  for (int i = 0; i < count; ++i) batches.emplace_back(torch::rand({8, 1, 28, 28}), torch::randint(0, 10, {8}, torch::kInt64));
-  return batches;
-}
-
-void train(workbook::Classifier& model, torch::optim::Optimizer& optimizer,
-           const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches, size_t from, size_t to) {
-  for (size_t i = from; i < to; ++i) {
-    optimizer.zero_grad();
-    torch::nn::functional::cross_entropy(model.forward(batches[i].first), batches[i].second).backward();
-    optimizer.step();
-  }
-}
 
 bool same_state(torch::nn::Module& a, torch::nn::Module& b) {
   auto pa = a.parameters(), pb = b.parameters();
@@ -49,20 +34,20 @@ TEST_CASE("ex3.6 resuming from a checkpoint gives bit-identical weights", "[ex3.
   auto comm = mpi_test::communicator();
   mpi_test::SharedDirectory dir(*comm);
   const fs::path file = dir.path / "checkpoint.pt";
-  const auto batches = some_batches(6);
+  const auto batches = oracle::random_batches(6, 8, 31);
 
   // Uninterrupted: 6 Adam steps.
   torch::manual_seed(1);
   auto straight = std::make_shared<workbook::TinyNet>(16, 0.0, true);
   torch::optim::Adam straight_optimizer(straight->parameters(), torch::optim::AdamOptions(1e-2));
-  train(*straight, straight_optimizer, batches, 0, 6);
+  oracle::train_steps(*straight, straight_optimizer, batches, 0, 6);
 
   // Interrupted: 3 steps, a checkpoint, then a new process (here: new objects,
   // differently initialized) that loads it and takes the other 3.
   torch::manual_seed(1);
   auto first = std::make_shared<workbook::TinyNet>(16, 0.0, true);
   torch::optim::Adam first_optimizer(first->parameters(), torch::optim::AdamOptions(1e-2));
-  train(*first, first_optimizer, batches, 0, 3);
+  oracle::train_steps(*first, first_optimizer, batches, 0, 3);
   ch03::save_checkpoint(file, *first, first_optimizer, /*epochs_done=*/3, *comm);
 
   torch::manual_seed(12345);
@@ -73,7 +58,7 @@ TEST_CASE("ex3.6 resuming from a checkpoint gives bit-identical weights", "[ex3.
   REQUIRE(ch03::load_checkpoint(file, *resumed, resumed_optimizer) == 3);
   INFO("after loading, the model (parameters and BatchNorm buffers) equals the one saved");
   REQUIRE(same_state(*resumed, *first));
-  train(*resumed, resumed_optimizer, batches, 3, 6);
+  oracle::train_steps(*resumed, resumed_optimizer, batches, 3, 6);
   INFO("the resumed run must end bit-identical to the uninterrupted one: save Adam's state (its moments and step "
        "count) with the model, not the model alone");
   REQUIRE(same_state(*resumed, *straight));
@@ -120,7 +105,7 @@ TEST_CASE("ex3.6 a new checkpoint replaces the old file, it does not overwrite i
     old_bytes.assign(std::istreambuf_iterator<char>(in), {});
   }
   comm->barrier();
-  train(*model, optimizer, some_batches(1), 0, 1);
+  oracle::train_steps(*model, optimizer, oracle::random_batches(1, 8, 31), 0, 1);
   ch03::save_checkpoint(file, *model, optimizer, 2, *comm);
   if (comm->rank() == 0) {
     std::ifstream in(old_link, std::ios::binary);

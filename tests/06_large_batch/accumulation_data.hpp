@@ -1,6 +1,6 @@
 // accumulation_data.hpp — what the ex6.4 and ex6.5 tests share: a model whose
-// samples do not interact, global batches every rank can rebuild, and the
-// single-process oracle.
+// samples do not interact, and global batches every rank can rebuild (the
+// oracle is oracle::sgd_step on the whole global batch).
 #pragma once
 #include <memory>
 #include <vector>
@@ -32,11 +32,6 @@ inline std::vector<ch03::Batch> global_batches(int count, int64_t size, uint64_t
 inline ch03::Batch share(const ch03::Batch& global, int rank, int ranks) {
   const int64_t n = global.images.size(0) / ranks;
   return {global.images.narrow(0, rank * n, n), global.labels.narrow(0, rank * n, n)};
-}
-
-// One plain SGD step of a single process on the whole global batch.
-inline void oracle_step(workbook::Classifier& model, const ch03::Batch& global, double lr) {
-  oracle::sgd_step(model, global.images, global.labels, lr);
 }
 
 }  // namespace accumulation_data

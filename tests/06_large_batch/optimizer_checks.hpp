@@ -8,6 +8,7 @@
 
 #include "ddp.hpp"
 #include "mpi_test.hpp"
+#include "oracles.hpp"
 #include "shared_directory.hpp"
 
 namespace optimizer_checks {
@@ -36,33 +37,21 @@ using OptimizerFactory = std::function<std::unique_ptr<torch::optim::Optimizer>(
 // 0 when the optimizer's whole state (momentum, moments, step counts) was
 // saved and restored, clearly not when any of it was lost.
 inline double resume_difference(const OptimizerFactory& make_optimizer, workbook::Communicator& comm) {
-  torch::manual_seed(61);
-  std::vector<std::pair<torch::Tensor, torch::Tensor>> batches;
-  for (int i = 0; i < 5; ++i) batches.emplace_back(torch::rand({16, 1, 28, 28}), torch::randint(0, 10, {16}, torch::kInt64));
-  auto run = [&](workbook::Classifier& model, torch::optim::Optimizer& optimizer, size_t from, size_t to) {
-    for (size_t i = from; i < to; ++i) {
-      optimizer.zero_grad();
-      torch::nn::functional::cross_entropy(model.forward(batches[i].first), batches[i].second).backward();
-      optimizer.step();
-    }
-  };
+  const auto batches = oracle::random_batches(5, 16, 61);
   mpi_test::SharedDirectory dir(comm);
   torch::manual_seed(62);
   auto model = std::make_shared<workbook::TinyNet>(8, 0.0, /*batch_norm=*/false);
   auto optimizer = make_optimizer(*model);
-  run(*model, *optimizer, 0, 3);
+  oracle::train_steps(*model, *optimizer, batches, 0, 3);
   ch03::save_checkpoint(dir.path / "ckpt.pt", *model, *optimizer, 3, comm);
-  run(*model, *optimizer, 3, 5);
+  oracle::train_steps(*model, *optimizer, batches, 3, 5);
 
   torch::manual_seed(63);  // other initial weights: everything must come from the file
   auto resumed = std::make_shared<workbook::TinyNet>(8, 0.0, false);
   auto resumed_optimizer = make_optimizer(*resumed);
   ch03::load_checkpoint(dir.path / "ckpt.pt", *resumed, *resumed_optimizer);
-  run(*resumed, *resumed_optimizer, 3, 5);
-  double worst = 0.0;
-  auto a = model->parameters(), b = resumed->parameters();
-  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, (a[i] - b[i]).abs().max().item<double>());
-  return worst;
+  oracle::train_steps(*resumed, *resumed_optimizer, batches, 3, 5);
+  return oracle::max_parameter_difference(*model, *resumed);
 }
 
 }  // namespace optimizer_checks

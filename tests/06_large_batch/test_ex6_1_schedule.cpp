@@ -67,3 +67,11 @@ TEST_CASE("ex6.1 the square-root rule and a different decay factor", "[ex6.1]") 
   CHECK(ch06::learning_rate_at(s, 3.0) == Approx(0.008).epsilon(1e-12));
   CHECK(ch06::learning_rate_at(s, 7.0) == Approx(0.004).epsilon(1e-12));
 }
+
+TEST_CASE("ex6.1 a milestone inside the warm-up applies to the warm-up line too", "[ex6.1]") {
+  ch06::LrSchedule s = goyal_resnet50();
+  s.decay_epochs = {2};
+  CHECK(ch06::learning_rate_at(s, 1.0) == Approx(0.1 + 3.1 / 5).epsilon(1e-12));
+  CHECK(ch06::learning_rate_at(s, 3.0) == Approx(0.1 * (0.1 + 3.1 * 3 / 5)).epsilon(1e-12));
+  CHECK(ch06::learning_rate_at(s, 6.0) == Approx(0.32).epsilon(1e-12));
+}

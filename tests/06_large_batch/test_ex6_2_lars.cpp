@@ -6,6 +6,7 @@
 
 #include "optimizer_checks.hpp"
 #include "optimizers.hpp"
+#include "schedule.hpp"
 
 using optimizer_checks::ToyLayer;
 
@@ -67,6 +68,39 @@ TEST_CASE("ex6.2 a weight of norm zero still moves (trust ratio 1); no gradient,
   CHECK(zero[0][1].item<double>() == Approx(-0.4).epsilon(1e-12));
   INFO("a parameter without a gradient is skipped (no weight decay either)");
   CHECK(idle.eq(1.0).all().item<bool>());
+}
+
+TEST_CASE("ex6.2 the trust ratio is per tensor, and the rate of each step goes into the momentum", "[ex6.2]") {
+  // Two adapted tensors in one group, of norms 5 and 1, with gradients of norms 1 and 2.
+  torch::Tensor a = torch::tensor({3.0, 4.0}, torch::kFloat64).view({1, 2}).set_requires_grad(true);
+  torch::Tensor b = torch::tensor({0.6, 0.8}, torch::kFloat64).view({1, 2}).set_requires_grad(true);
+  const auto options = ch06::LarsOptions(0.5).momentum(0.9).weight_decay(0.0).trust_coefficient(0.01);
+  ch06::Lars lars({a, b}, options);
+  const double ga[2] = {0.6, 0.8}, gb[2] = {0.0, 2.0};
+  double wa[2] = {3.0, 4.0}, wb[2] = {0.6, 0.8}, va[2] = {0, 0}, vb[2] = {0, 0};
+  // Algorithm 1 puts the rate inside the momentum: when the schedule changes
+  // it between steps, v keeps the old rate's share (not w −= lr · v).
+  const double rates[2] = {0.5, 0.05};
+  for (int step = 0; step < 2; ++step) {
+    ch06::set_learning_rate(lars, rates[step]);  // given, in schedule.cpp
+    a.mutable_grad() = torch::tensor({ga[0], ga[1]}, torch::kFloat64).view({1, 2});
+    b.mutable_grad() = torch::tensor({gb[0], gb[1]}, torch::kFloat64).view({1, 2});
+    lars.step();
+    const double local_a = 0.01 * std::hypot(wa[0], wa[1]) / std::hypot(ga[0], ga[1]);
+    const double local_b = 0.01 * std::hypot(wb[0], wb[1]) / std::hypot(gb[0], gb[1]);
+    for (int i = 0; i < 2; ++i) {
+      va[i] = 0.9 * va[i] + rates[step] * local_a * ga[i];
+      vb[i] = 0.9 * vb[i] + rates[step] * local_b * gb[i];
+      wa[i] -= va[i];
+      wb[i] -= vb[i];
+    }
+  }
+  INFO("a: " << a << " expected [" << wa[0] << ", " << wa[1] << "]; b: " << b << " expected [" << wb[0] << ", "
+             << wb[1] << "]");
+  for (int i = 0; i < 2; ++i) {
+    CHECK(a[0][i].item<double>() == Approx(wa[i]).epsilon(1e-12));
+    CHECK(b[0][i].item<double>() == Approx(wb[i]).epsilon(1e-12));
+  }
 }
 
 TEST_CASE("ex6.2 LARS's momentum survives a checkpoint", "[ex6.2]") {

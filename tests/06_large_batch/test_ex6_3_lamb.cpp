@@ -35,8 +35,12 @@ TEST_CASE("ex6.3 one LAMB step equals the hand-computed one", "[ex6.3]") {
 }
 
 TEST_CASE("ex6.3 the second step uses both moments and their bias corrections", "[ex6.3]") {
+  // A large ε and a weight decay make the step depend on each bias
+  // correction (with a tiny ε and no decay they would nearly cancel in the
+  // trust ratio).
   ToyLayer layer;
-  ch06::Lamb lamb(std::vector<torch::Tensor>{layer.w}, toy_options().weight_decay(0.0));
+  const double eps = 0.1, decay = 0.1;
+  ch06::Lamb lamb(std::vector<torch::Tensor>{layer.w}, toy_options().eps(eps).weight_decay(decay));
   const double g1[2] = {0.6, -0.8}, g2[2] = {0.2, 0.4};
   double w[2] = {3.0, 4.0}, m[2] = {0, 0}, v[2] = {0, 0};
   for (int t = 1; t <= 2; ++t) {
@@ -49,7 +53,7 @@ TEST_CASE("ex6.3 the second step uses both moments and their bias corrections", 
       m[i] = 0.9 * m[i] + 0.1 * g[i];
       v[i] = 0.99 * v[i] + 0.01 * g[i] * g[i];
       const double m_hat = m[i] / (1 - std::pow(0.9, t)), v_hat = v[i] / (1 - std::pow(0.99, t));
-      u[i] = m_hat / (std::sqrt(v_hat) + 1e-6);
+      u[i] = m_hat / (std::sqrt(v_hat) + eps) + decay * w[i];
     }
     const double trust = std::hypot(w[0], w[1]) / std::hypot(u[0], u[1]);
     for (int i = 0; i < 2; ++i) w[i] -= 0.1 * trust * u[i];
@@ -57,6 +61,24 @@ TEST_CASE("ex6.3 the second step uses both moments and their bias corrections", 
   INFO("w after two steps: " << layer.w << ", expected [" << w[0] << ", " << w[1] << "]");
   CHECK(layer.w[0][0].item<double>() == Approx(w[0]).epsilon(1e-12));
   CHECK(layer.w[0][1].item<double>() == Approx(w[1]).epsilon(1e-12));
+}
+
+TEST_CASE("ex6.3 the trust ratio is per tensor", "[ex6.3]") {
+  // Two adapted tensors of norms 5 and 1 in one group: each moves by lr
+  // times its own norm (the first step's u = g / (|g| + ε) has the same
+  // norm for both).
+  torch::Tensor a = torch::tensor({3.0, 4.0}, torch::kFloat64).view({1, 2}).set_requires_grad(true);
+  torch::Tensor b = torch::tensor({0.6, 0.8}, torch::kFloat64).view({1, 2}).set_requires_grad(true);
+  ch06::Lamb lamb({a, b}, toy_options().weight_decay(0.0));
+  a.mutable_grad() = torch::tensor({{0.6, 0.8}}, torch::kFloat64);
+  b.mutable_grad() = torch::tensor({{-0.3, 0.4}}, torch::kFloat64);
+  lamb.step();
+  const torch::Tensor moved_a = (a - torch::tensor({{3.0, 4.0}}, torch::kFloat64)).norm();
+  const torch::Tensor moved_b = (b - torch::tensor({{0.6, 0.8}}, torch::kFloat64)).norm();
+  INFO("each tensor moves by lr (0.1) times its own norm: " << moved_a.item<double>() << " (expected 0.5), "
+                                                            << moved_b.item<double>() << " (expected 0.1)");
+  CHECK(moved_a.item<double>() == Approx(0.5).epsilon(1e-9));
+  CHECK(moved_b.item<double>() == Approx(0.1).epsilon(1e-9));
 }
 
 TEST_CASE("ex6.3 LAMB's moments and step counts survive a checkpoint", "[ex6.3]") {

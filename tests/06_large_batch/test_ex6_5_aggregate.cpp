@@ -38,7 +38,7 @@ TEST_CASE("ex6.5 frequency k: one all-reduce and one step every k batches", "[ex
         REQUIRE(mpi_test::all_ranks(stepped == last && calls == (last ? 1 : 0)));
         REQUIRE(mpi_test::all_ranks(aggregator.pending() == (last ? 0 : i + 1)));
       }
-      accumulation_data::oracle_step(*reference, {torch::cat(round_images), torch::cat(round_labels)}, lr);
+      oracle::sgd_step(*reference, torch::cat(round_images), torch::cat(round_labels), lr);
       const double difference = oracle::max_parameter_difference(*model, *reference);
       INFO("largest parameter difference from one SGD step on the round's " << k << " global batches together: "
            << difference << " (gradients left over from the last round, or a missing 1/k, show here)");

@@ -45,4 +45,24 @@ inline std::pair<torch::Tensor, torch::Tensor> indexed_samples(int64_t n) {
   return {images, labels};
 }
 
+// `count` batches of `size` random images and labels, from `seed`.
+inline std::vector<std::pair<torch::Tensor, torch::Tensor>> random_batches(int count, int64_t size, uint64_t seed) {
+  torch::manual_seed(seed);
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> batches;
+  for (int i = 0; i < count; ++i)
+    batches.emplace_back(torch::rand({size, 1, 28, 28}), torch::randint(0, 10, {size}, torch::kInt64));
+  return batches;
+}
+
+// Plain training steps, one per batch in [from, to): zero, mean
+// cross-entropy, backward, optimizer step.
+inline void train_steps(workbook::Classifier& model, torch::optim::Optimizer& optimizer,
+                        const std::vector<std::pair<torch::Tensor, torch::Tensor>>& batches, size_t from, size_t to) {
+  for (size_t i = from; i < to; ++i) {
+    optimizer.zero_grad();
+    torch::nn::functional::cross_entropy(model.forward(batches[i].first), batches[i].second).backward();
+    optimizer.step();
+  }
+}
+
 }  // namespace oracle
