@@ -34,4 +34,17 @@ GpuRuntimeInfo gpu_runtime_info() {
   return info;
 }
 
+GpuDevice gpu_device(int index) {
+  GpuDevice device;
+#ifdef WORKBOOK_WITH_NCCL
+  cudaDeviceProp properties{};
+  if (cudaGetDeviceProperties(&properties, index) == cudaSuccess) device.name = properties.name;
+  char bus_id[32] = {};
+  if (cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, index) == cudaSuccess) device.pci_bus_id = bus_id;
+#else
+  (void)index;
+#endif
+  return device;
+}
+
 }  // namespace workbook

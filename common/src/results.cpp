@@ -29,16 +29,20 @@ void JsonLines::write(const nlohmann::json& record) {
   std::fflush(out_);  // a crash later must not lose the lines already written
 }
 
+std::string Table::cell(const Column& column, const std::string& text) {
+  return column.left_aligned ? fmt::format(" {:<{}}", text, column.width) : fmt::format("{:>{}}", text, column.width + 1);
+}
+
 std::string Table::header() const {
   std::string line;
-  for (const Column& c : columns_) line += fmt::format("{:>{}}", c.title, c.width + 1);
+  for (const Column& c : columns_) line += cell(c, c.title);
   return line;
 }
 
 std::string Table::row(const std::vector<std::string>& cells) const {
   WB_ASSERT(cells.size() == columns_.size(), "{} cells for {} columns", cells.size(), columns_.size());
   std::string line;
-  for (size_t i = 0; i < cells.size(); ++i) line += fmt::format("{:>{}}", cells[i], columns_[i].width + 1);
+  for (size_t i = 0; i < cells.size(); ++i) line += cell(columns_[i], cells[i]);
   return line;
 }
 

@@ -14,4 +14,13 @@ struct GpuRuntimeInfo {
 
 GpuRuntimeInfo gpu_runtime_info();
 
+// One CUDA device as the runtime names it. The PCI bus id is the same for a
+// GPU whatever CUDA_VISIBLE_DEVICES renumbers it to, so two ranks that
+// report one bus id share one GPU.
+struct GpuDevice {
+  std::string name;        // e.g. "NVIDIA H100 80GB HBM3"; empty when unknown
+  std::string pci_bus_id;  // e.g. "0000:17:00.0"; empty when unknown
+};
+GpuDevice gpu_device(int index);
+
 }  // namespace workbook

@@ -32,6 +32,7 @@ class JsonLines {
 struct Column {
   std::string title;
   int width;
+  bool left_aligned = false;  // for text: host names, paths
 };
 class Table {
  public:
@@ -40,6 +41,7 @@ class Table {
   std::string row(const std::vector<std::string>& cells) const;
 
  private:
+  static std::string cell(const Column& column, const std::string& text);
   std::vector<Column> columns_;
 };
 
