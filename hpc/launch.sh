@@ -47,6 +47,7 @@
 # rendezvous over TCP (torchrun, torch.distributed's env://) do; this script
 # exports MASTER_ADDR (the first host of the job) and MASTER_PORT (derived
 # from the job id, so two jobs on one node do not collide) for them.
+# shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 
 say() { echo "launch: $*"; }
@@ -59,7 +60,7 @@ script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=${WORKBOOK_ROOT:-$(dirname "$script_dir")}
 [ -f "$root/hpc/launch.sh" ] || fail "WORKBOOK_ROOT=$root is not the workbook's folder (no hpc/launch.sh there)"
 
-# shellcheck source=hpc/site.sh
+# shellcheck source=site.sh
 source "$root/hpc/site.sh"
 
 # ---- the job ------------------------------------------------------------------
@@ -69,7 +70,15 @@ cpus_per_rank=${WORKBOOK_CPUS_PER_RANK:-1}
 if [ -n "${SLURM_JOB_ID:-}" ]; then
   scheduler="SLURM job $SLURM_JOB_ID"
   job_id=$SLURM_JOB_ID
-  mapfile -t hosts < <(scontrol show hostnames "${SLURM_JOB_NODELIST:?SLURM_JOB_NODELIST is not set}")
+  # "node[07-08],gpu1" to one host per line: scontrol knows SLURM's syntax.
+  nodelist=${SLURM_JOB_NODELIST:?SLURM_JOB_NODELIST is not set}
+  if [[ $nodelist == *[* ]]; then
+    expanded=$(scontrol show hostnames "$nodelist" 2>&1) ||
+      fail "scontrol show hostnames '$nodelist' failed: $(echo "$expanded" | tail -n 1)"
+  else
+    expanded=${nodelist//,/$'\n'}
+  fi
+  mapfile -t hosts <<< "$expanded"
   ntasks=${SLURM_NTASKS:?SLURM_NTASKS is not set: ask for tasks with --ntasks or --ntasks-per-node}
   per_node=$(( ntasks / ${#hosts[@]} ))
   (( per_node * ${#hosts[@]} == ntasks )) ||
@@ -183,7 +192,7 @@ if [ "$launcher" = auto ]; then
       launcher=srun
       why="the probe's $ranks ranks found each other through $srun_mpi"
     else
-      why="srun --mpi=$srun_mpi did not start one MPI job: $(echo "$probe" | grep -m 1 -v '^srun: ' || echo "$probe" | head -n 1)"
+      why="srun --mpi=$srun_mpi did not start one MPI job (hpc/README.md, \"PMI mismatch\"): $(echo "$probe" | grep -m 1 -v '^srun: ' || echo "$probe" | head -n 1)"
     fi
   fi
 fi
@@ -195,8 +204,8 @@ else
   if [ -z "${SLURM_JOB_ID:-}" ]; then
     # Open MPI reads a SLURM allocation itself; for LSF and PBS (and no
     # scheduler) it gets a hostfile: each host and its ranks.
-    hostfile=${TMPDIR:-/tmp}/workbook-hosts.$job_id
-    : > "$hostfile"
+    hostfile=$(mktemp "${TMPDIR:-/tmp}/workbook-hosts.$job_id.XXXXXX")
+    trap 'rm -f "$hostfile"' EXIT
     for ((i = 0; i < ${#hosts[@]}; i++)); do
       echo "${hosts[i]} slots=${ranks_per_node[i]}" >> "$hostfile"
     done
@@ -217,4 +226,7 @@ say "MASTER_ADDR=$MASTER_ADDR MASTER_PORT=$MASTER_PORT (for other tools; the wor
 say "${command[*]}"
 if [ -n "${hostfile:-}" ]; then say "hostfile $hostfile: $(tr '\n' ';' < "$hostfile")"; fi
 [ "${WORKBOOK_DRY_RUN:-0}" = 1 ] && exit 0
-exec "${command[@]}"
+# Not exec: the hostfile is removed when the ranks are done. The scheduler's
+# signals (a time limit, scancel) reach mpirun and srun through the job's
+# process group.
+"${command[@]}"

@@ -26,6 +26,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "workbook/communicator.hpp"
 #include "workbook/data_location.hpp"
@@ -102,20 +103,23 @@ std::vector<json> gather_identities(workbook::Communicator& comm, const json& mi
 // N(N+1)/2 * (i % 13 + 1). A single element off names a broken transport,
 // not a rounding difference.
 struct Verdict {
-  int64_t wrong = 0;          // elements that differ from the expected sum
+  int64_t count = 0;          // elements in the all-reduce
+  int64_t wrong = 0;          // those that differ from the expected sum
   int64_t first_wrong = -1;   // the first of them, its value and what it should be
   double got = 0.0, expected = 0.0;
 };
 
-Verdict check_all_reduce(workbook::Communicator& comm, int64_t count) {
+Verdict check_all_reduce(workbook::Communicator& comm, int64_t count, bool corrupt) {
   const auto options = torch::TensorOptions().dtype(torch::kFloat32).device(comm.device());
   const torch::Tensor pattern = torch::arange(count, options.dtype(torch::kInt64)).remainder(13).add(1).to(torch::kFloat32);
   torch::Tensor values = pattern * static_cast<float>(comm.rank() + 1);
   comm.all_reduce(values, workbook::ReduceOp::Sum);
+  if (corrupt) values[count / 2] += 1;  // --corrupt-rank: the check's own test
   const double n = comm.size();
   const torch::Tensor expected = pattern * static_cast<float>(n * (n + 1) / 2);
   const torch::Tensor differs = values.ne(expected);
   Verdict verdict;
+  verdict.count = count;
   verdict.wrong = differs.sum().item<int64_t>();
   if (verdict.wrong > 0) {
     verdict.first_wrong = differs.nonzero()[0][0].item<int64_t>();
@@ -151,6 +155,7 @@ int smoke_test(const workbook::LaunchEnv& env, int argc, char** argv) {
   int iterations = 10;
   int threads = workbook::default_threads_per_rank(env);
   bool check_launch = false;
+  int corrupt_rank = -1;
   std::optional<std::filesystem::path> data, json_file;
   workbook::CommunicatorOptions comm_options = workbook::CommunicatorOptions::from_environment();
   app.add_option("--device", device_name, "cpu (MPI) or cuda (NCCL, the GPU of this rank's local rank)")
@@ -166,6 +171,9 @@ int smoke_test(const workbook::LaunchEnv& env, int argc, char** argv) {
   app.add_option("--data", data, "where Fashion-MNIST should be (default: the usual places)");
   app.add_option("--json", json_file, "append the result as a JSON line to FILE");
   app.add_flag("--check-launch", check_launch, "only start the communicator and leave (hpc/launch.sh's probe)");
+  // Hidden: spoils one element of this rank's result, so that the workbook's
+  // tests can see the check name the rank (tests/hpc).
+  app.add_option("--corrupt-rank", corrupt_rank, "")->group("");
   workbook::add_distributed_flags(app, comm_options);
   try {
     app.parse(argc, argv);
@@ -216,8 +224,8 @@ int smoke_test(const workbook::LaunchEnv& env, int argc, char** argv) {
     if (ranks.size() > 1) {
       passed = false;
       if (leader)
-        fmt::print("FAILED: ranks {} on {} share the GPU at PCI bus {}: start one rank per GPU (see hpc/README.md, "
-                   "\"All ranks on GPU 0\")\n", fmt::join(ranks, ", "), gpu.first, gpu.second);
+        fmt::print(stderr, "smoke_test: FAILED: ranks {} on {} share the GPU at PCI bus {}: start one rank per GPU "
+                   "(hpc/README.md, \"All ranks on GPU 0\")\n", fmt::join(ranks, ", "), gpu.first, gpu.second);
     }
   if (!passed) return 1;
 
@@ -229,12 +237,13 @@ int smoke_test(const workbook::LaunchEnv& env, int argc, char** argv) {
   const int64_t count = std::max<int64_t>(1, bytes / 4);
   Verdict verdict;  // the first size that came out wrong; every rank runs every size, so the calls match
   for (const int64_t size : {int64_t{1}, int64_t{1000003}, count}) {
-    const Verdict v = check_all_reduce(comm, size);
+    const Verdict v = check_all_reduce(comm, size, comm.rank() == corrupt_rank);
     if (v.wrong > 0 && verdict.wrong == 0) verdict = v;
   }
-  const torch::Tensor mine = torch::tensor({static_cast<double>(verdict.wrong), static_cast<double>(verdict.first_wrong),
-                                            verdict.got, verdict.expected}, torch::kFloat64);
-  const torch::Tensor all = mpi->all_gather(mine);  // [ranks, 4], on the CPU
+  const torch::Tensor mine = torch::tensor({static_cast<double>(verdict.wrong), static_cast<double>(verdict.count),
+                                            static_cast<double>(verdict.first_wrong), verdict.got, verdict.expected},
+                                           torch::kFloat64);
+  const torch::Tensor all = mpi->all_gather(mine);  // [ranks, 5], on the CPU
   std::vector<int> wrong_ranks;
   for (int r = 0; r < mpi->size(); ++r)
     if (all[r][0].item<double>() > 0) wrong_ranks.push_back(r);
@@ -242,12 +251,13 @@ int smoke_test(const workbook::LaunchEnv& env, int argc, char** argv) {
     if (wrong_ranks.empty()) {
       fmt::print("all-reduce (sum, float32, 1 / 1000003 / {} elements): OK on all {} ranks\n", count, mpi->size());
     } else {
+      // On stderr, like every error: the job's error file says what failed.
       for (const int r : wrong_ranks)
-        fmt::print("all-reduce (sum, float32): WRONG on rank {} ({}): {:.0f} elements differ; first at element {:.0f}: "
-                   "got {}, expected {}\n", r, identities[static_cast<size_t>(r)]["host"].get<std::string>(),
+        fmt::print(stderr, "all-reduce (sum, float32): WRONG on rank {} ({}): {:.0f} of {:.0f} elements differ; first "
+                   "at element {:.0f}: got {}, expected {}\n", r, identities[static_cast<size_t>(r)]["host"].get<std::string>(),
                    all[r][0].item<double>(), all[r][1].item<double>(), all[r][2].item<double>(),
-                   all[r][3].item<double>());
-      fmt::print("all-reduce: FAILED on {} of {} ranks\n", wrong_ranks.size(), mpi->size());
+                   all[r][3].item<double>(), all[r][4].item<double>());
+      fmt::print("all-reduce: FAILED on {} of {} ranks (the error file says which)\n", wrong_ranks.size(), mpi->size());
     }
   }
   if (!wrong_ranks.empty()) return 1;

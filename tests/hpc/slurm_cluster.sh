@@ -22,6 +22,13 @@ slurm_cluster_start() {
   cpus=$(nproc)
   memory_mb=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 / 2 ))
   user=$(id -un)
+  local port
+  for port in 16817 16818; do
+    if (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null; then
+      echo "slurm_cluster: port $port is taken (a test cluster left running? pgrep -a slurm)" >&2
+      return 1
+    fi
+  done
   mkdir -p "$dir/state" "$dir/spool" "$dir/log" "$dir/munge"
   chmod 700 "$dir/munge"
 
@@ -75,7 +82,7 @@ CONF
   # Ready when the node takes jobs (idle), within 30 s.
   local waited=0 state=""
   while [ $waited -lt 60 ]; do
-    state=$(sinfo -h -N -o '%t' 2>/dev/null | head -n 1)
+    state=$(sinfo -h -N -o '%t' 2> /dev/null | head -n 1) || true
     [ "$state" = "idle" ] && return 0
     sleep 0.5
     waited=$((waited + 1))
