@@ -24,6 +24,8 @@
 #   WORKBOOK_SRUN_MPI     the srun --mpi plugin to try (default: pmix)
 #   WORKBOOK_CPUS_PER_RANK  cores per rank under LSF and PBS (SLURM: --cpus-per-task)
 #   WORKBOOK_RANKS        ranks outside a batch job (default 1)
+#   WORKBOOK_HOSTS        "hostA 4 hostB 4": the hosts and their ranks, in place of the
+#                         LSF or PBS job's list (no scheduler: in place of this host)
 #   WORKBOOK_ARGS         the program's arguments, in place of ARGS (bsub passes a job script
 #                         no arguments; qsub only through -v or -F)
 #   WORKBOOK_DRY_RUN=1    print the decisions and the command, run nothing
@@ -66,6 +68,18 @@ source "$root/hpc/site.sh"
 # ---- the job ------------------------------------------------------------------
 hosts=()           # one entry per node
 ranks_per_node=()  # ranks on each of them
+
+# read_host_counts "hostA 4 hostB 4" NAME: fills hosts and ranks_per_node.
+read_host_counts() {
+  local pairs i
+  read -r -a pairs <<< "$1"
+  (( ${#pairs[@]} > 0 && ${#pairs[@]} % 2 == 0 )) || fail "$2='$1' is not 'host ranks host ranks ...'"
+  for ((i = 0; i < ${#pairs[@]}; i += 2)); do
+    hosts+=("${pairs[i]}")
+    ranks_per_node+=("${pairs[i + 1]}")
+  done
+}
+
 cpus_per_rank=${WORKBOOK_CPUS_PER_RANK:-1}
 if [ -n "${SLURM_JOB_ID:-}" ]; then
   scheduler="SLURM job $SLURM_JOB_ID"
@@ -79,22 +93,31 @@ if [ -n "${SLURM_JOB_ID:-}" ]; then
     expanded=${nodelist//,/$'\n'}
   fi
   mapfile -t hosts <<< "$expanded"
-  ntasks=${SLURM_NTASKS:?SLURM_NTASKS is not set: ask for tasks with --ntasks or --ntasks-per-node}
-  per_node=$(( ntasks / ${#hosts[@]} ))
-  (( per_node * ${#hosts[@]} == ntasks )) ||
-    fail "$ntasks tasks do not divide evenly among ${#hosts[@]} nodes: use --ntasks-per-node"
-  for _ in "${hosts[@]}"; do ranks_per_node+=("$per_node"); done
+  # SLURM_TASKS_PER_NODE is "2(x3),1": 2 tasks on each of 3 nodes, then 1.
+  tasks_per_node=${SLURM_TASKS_PER_NODE:-}
+  if [ -z "$tasks_per_node" ]; then
+    ntasks=${SLURM_NTASKS:?SLURM_NTASKS is not set: ask for tasks with --ntasks or --ntasks-per-node}
+    (( ntasks % ${#hosts[@]} == 0 )) ||
+      fail "$ntasks tasks do not divide evenly among ${#hosts[@]} nodes: use --ntasks-per-node"
+    tasks_per_node="$(( ntasks / ${#hosts[@]} ))(x${#hosts[@]})"
+  fi
+  IFS=, read -r -a groups <<< "$tasks_per_node"
+  for group in "${groups[@]}"; do
+    if [[ $group =~ ^([0-9]+)\(x([0-9]+)\)$ ]]; then
+      for ((i = 0; i < BASH_REMATCH[2]; i++)); do ranks_per_node+=("${BASH_REMATCH[1]}"); done
+    else
+      ranks_per_node+=("$group")
+    fi
+  done
+  [ ${#ranks_per_node[@]} -eq ${#hosts[@]} ] ||
+    fail "SLURM_TASKS_PER_NODE='$tasks_per_node' does not name the ${#hosts[@]} nodes of SLURM_JOB_NODELIST"
   cpus_per_rank=${SLURM_CPUS_PER_TASK:-1}
 elif [ -n "${LSB_JOBID:-}" ]; then
   scheduler="LSF job $LSB_JOBID"
   job_id=$LSB_JOBID
-  # LSB_MCPU_HOSTS is "hostA 4 hostB 4": each host and the slots (ranks) on it.
-  read -r -a pairs <<< "${LSB_MCPU_HOSTS:?LSB_MCPU_HOSTS is not set}"
-  (( ${#pairs[@]} % 2 == 0 )) || fail "LSB_MCPU_HOSTS='$LSB_MCPU_HOSTS' is not 'host slots host slots ...'"
-  for ((i = 0; i < ${#pairs[@]}; i += 2)); do
-    hosts+=("${pairs[i]}")
-    ranks_per_node+=("${pairs[i + 1]}")
-  done
+  # LSB_MCPU_HOSTS is "hostA 4 hostB 4": each host and the slots (ranks) on
+  # it. (LSB_HOSTS says the same with one word per slot.)
+  read_host_counts "${LSB_MCPU_HOSTS:?LSB_MCPU_HOSTS is not set}" LSB_MCPU_HOSTS
 elif [ -n "${PBS_JOBID:-}" ]; then
   scheduler="PBS job $PBS_JOBID"
   job_id=${PBS_JOBID%%.*}
@@ -104,13 +127,28 @@ elif [ -n "${PBS_JOBID:-}" ]; then
     hosts+=("$host")
     ranks_per_node+=("$count")
   done < <(awk 'NF { if (!($1 in n)) order[++k] = $1; n[$1]++ } END { for (i = 1; i <= k; i++) print n[order[i]], order[i] }' "$PBS_NODEFILE")
+  # PBS Pro sets NCPUS to a chunk's ncpus: shared by its mpiprocs ranks.
+  if [ -z "${WORKBOOK_CPUS_PER_RANK:-}" ] && [[ ${NCPUS:-} =~ ^[0-9]+$ ]] && [ ${#ranks_per_node[@]} -gt 0 ]; then
+    cpus_per_rank=$(( NCPUS / ranks_per_node[0] > 0 ? NCPUS / ranks_per_node[0] : 1 ))
+  fi
 else
   scheduler="no batch job"
   job_id=$$
   hosts=("$(hostname)")
   ranks_per_node=("${WORKBOOK_RANKS:-1}")
 fi
+if [ -n "${WORKBOOK_HOSTS:-}" ]; then
+  # The site knows better (an LSF launch node listed first, say): its list wins.
+  [ -z "${SLURM_JOB_ID:-}" ] || fail "WORKBOOK_HOSTS is for LSF, PBS and no scheduler; under SLURM ask sbatch for the nodes"
+  hosts=()
+  ranks_per_node=()
+  read_host_counts "$WORKBOOK_HOSTS" WORKBOOK_HOSTS
+fi
 [ ${#hosts[@]} -ge 1 ] || fail "the job's host list is empty"
+# The job id's digits ("1234.server", an array job's "12[3].server"), at most 9 of them.
+job_number=${job_id//[^0-9]/}
+job_number=${job_number:-0}
+(( ${#job_number} <= 9 )) || job_number=${job_number:${#job_number}-9}
 ranks=0
 for count in "${ranks_per_node[@]}"; do
   [[ $count =~ ^[1-9][0-9]*$ ]] || fail "a host has '$count' ranks: not a positive number"
@@ -125,10 +163,16 @@ gpus=0
 if command -v nvidia-smi > /dev/null 2>&1; then
   gpus=$(nvidia-smi -L 2> /dev/null | grep -c '^GPU' || true)
 fi
+# A scheduler that gives the job some of a node's GPUs says which in
+# CUDA_VISIBLE_DEVICES; without device cgroups nvidia-smi still lists all.
+if [ -n "${CUDA_VISIBLE_DEVICES+set}" ]; then
+  visible=${CUDA_VISIBLE_DEVICES//[[:space:]]/}
+  if [ -z "$visible" ] || [ "$visible" = NoDevFiles ]; then gpus=0; else gpus=$(( $(tr -cd , <<< "$visible" | wc -c) + 1 )); fi
+fi
 case $device in
   auto) if [ "$gpus" -gt 0 ]; then device=cuda; else device=cpu; fi ;;
   cpu) ;;
-  cuda) [ "$gpus" -gt 0 ] || fail "WORKBOOK_DEVICE=cuda, but nvidia-smi lists no GPU on $(hostname): ask the scheduler for GPUs (hpc/README.md)" ;;
+  cuda) [ "$gpus" -gt 0 ] || fail "WORKBOOK_DEVICE=cuda, but this job sees no GPU on $(hostname) (nvidia-smi -L, CUDA_VISIBLE_DEVICES): ask the scheduler for GPUs (hpc/README.md)" ;;
   *) fail "WORKBOOK_DEVICE='$device': use auto, cpu or cuda" ;;
 esac
 if [ "$device" = cuda ]; then
@@ -161,13 +205,13 @@ if [ -n "${WORKBOOK_ARGS:-}" ]; then
   read -r -a arguments <<< "$WORKBOOK_ARGS"
 fi
 # The device and the threads, unless the arguments already say.
-case " ${arguments[*]} " in *" --device "*) ;; *) arguments+=(--device "$device") ;; esac
-case " ${arguments[*]} " in *" --threads "*) ;; *) arguments+=(--threads "$cpus_per_rank") ;; esac
+case " ${arguments[*]-} " in *" --device "* | *" --device="*) ;; *) arguments+=(--device "$device") ;; esac
+case " ${arguments[*]-} " in *" --threads "* | *" --threads="*) ;; *) arguments+=(--threads "$cpus_per_rank") ;; esac
 export OMP_NUM_THREADS=$cpus_per_rank
 
 # ---- rendezvous variables for other tools (Note: [no MASTER_ADDR]) -------------
 export MASTER_ADDR=${hosts[0]}
-export MASTER_PORT=$(( 20000 + job_id % 20000 ))
+export MASTER_PORT=$(( 20000 + 10#$job_number % 20000 ))
 
 # ---- how to start the ranks (Note: [srun or mpirun]) --------------------------
 launcher=${WORKBOOK_LAUNCHER:-auto}
@@ -178,8 +222,7 @@ case $launcher in
   *) fail "WORKBOOK_LAUNCHER='$launcher': use auto, srun or mpirun" ;;
 esac
 [ "$launcher" != srun ] || [ -n "${SLURM_JOB_ID:-}" ] || fail "WORKBOOK_LAUNCHER=srun needs a SLURM job"
-srun_command=(srun "--mpi=$srun_mpi" --ntasks="$ranks" --ntasks-per-node="$most_per_node"
-              --cpus-per-task="$cpus_per_rank" --kill-on-bad-exit=1)
+srun_command=(srun "--mpi=$srun_mpi" --ntasks="$ranks" --cpus-per-task="$cpus_per_rank" --kill-on-bad-exit=1)
 if [ "$launcher" = auto ]; then
   launcher=mpirun
   why="not a SLURM job"
@@ -200,11 +243,20 @@ fi
 if [ "$launcher" = srun ]; then
   command=("${srun_command[@]}")
 else
-  command=(mpirun -np "$ranks" --map-by "ppr:$most_per_node:node" --bind-to none)
+  command=(mpirun -np "$ranks" --bind-to none)
+  # Open MPI starts its daemons on the other nodes with srun. From SLURM
+  # 23.11 on, srun reads SLURM_CPUS_PER_TASK again, and a daemon (with every
+  # rank it starts) would be confined to one rank's cores.
+  [ -z "${SLURM_JOB_ID:-}" ] || command=(env -u SLURM_CPUS_PER_TASK "${command[@]}")
+  # The same number of ranks on every node: placed per node. Otherwise the
+  # hostfile's slots place them, node by node.
+  if [ "$ranks" -eq $(( most_per_node * ${#hosts[@]} )) ]; then
+    command+=(--map-by "ppr:$most_per_node:node")
+  fi
   if [ -z "${SLURM_JOB_ID:-}" ]; then
     # Open MPI reads a SLURM allocation itself; for LSF and PBS (and no
     # scheduler) it gets a hostfile: each host and its ranks.
-    hostfile=$(mktemp "${TMPDIR:-/tmp}/workbook-hosts.$job_id.XXXXXX")
+    hostfile=$(mktemp "${TMPDIR:-/tmp}/workbook-hosts.$job_number.XXXXXX")
     trap 'rm -f "$hostfile"' EXIT
     for ((i = 0; i < ${#hosts[@]}; i++)); do
       echo "${hosts[i]} slots=${ranks_per_node[i]}" >> "$hostfile"
@@ -213,11 +265,12 @@ else
   fi
   # Open MPI passes the environment to the ranks on this node only; -x
   # passes these to every node.
-  for name in $(compgen -e | grep -E '^(NCCL_|WORKBOOK_|OMP_NUM_THREADS$|MASTER_|LD_LIBRARY_PATH$|PATH$|CUDA_)' || true); do
+  # (Not CUDA_VISIBLE_DEVICES: the scheduler sets it on each node for that node.)
+  for name in $(compgen -e | grep -E '^(NCCL_|WORKBOOK_|OMP_NUM_THREADS$|MASTER_|LD_LIBRARY_PATH$|PATH$)' || true); do
     command+=(-x "$name")
   done
 fi
-command+=("$executable" "${arguments[@]}")
+command+=("$executable" ${arguments[@]+"${arguments[@]}"})
 
 say "$scheduler: ${#hosts[@]} node(s), $ranks rank(s) (${ranks_per_node[*]} per node), $cpus_per_rank core(s) per rank, device $device"
 say "hosts: ${hosts[*]}"

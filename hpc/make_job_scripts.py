@@ -37,12 +37,13 @@ def body(program, defaults, workdir):
     default_line = f"args=({defaults})" if defaults else "args=()"
     return f"""
 set -euo pipefail
-root=${{WORKBOOK_ROOT:-${{{workdir}:-$PWD}}}}
+cd "${{{workdir}:-$PWD}}"  # where it was submitted: relative paths in the arguments start there
+root=${{WORKBOOK_ROOT:-$PWD}}
 [ -x "$root/hpc/launch.sh" ] || {{ echo "$root is not the workbook's folder: submit from it, or set WORKBOOK_ROOT" >&2; exit 2; }}
 # The program's arguments: the script's own, else these defaults.
 {default_line}
 [ $# -eq 0 ] || args=("$@")
-exec "$root/hpc/launch.sh" {program} "${{args[@]}}"
+exec "$root/hpc/launch.sh" {program} ${{args[@]+"${{args[@]}}"}}
 """
 
 
@@ -131,7 +132,7 @@ def pbs(name, what, program, defaults, example, minutes, nodes):
     lines += [
         f"#PBS -N {job}",
         "# nodes (select), cores (ncpus) and ranks (mpiprocs) on each; on GPU nodes,",
-        "# one rank per GPU. Torque writes the same as -l nodes=N:ppn=R.",
+        "# one rank per GPU. Torque has no select: write -l nodes=N:ppn=R instead.",
         f"#PBS -l select={nodes}:ncpus={RANKS_PER_NODE}:mpiprocs={RANKS_PER_NODE}",
         f"#PBS -l walltime={minutes // 60:02d}:{minutes % 60:02d}:00",
         "#PBS -j n",
@@ -142,9 +143,7 @@ def pbs(name, what, program, defaults, example, minutes, nodes):
         "# Modules, NCCL_DEBUG, NCCL_SOCKET_IFNAME and InfiniBand settings: hpc/site.sh",
         "# Cores per rank (its CPU threads and data loading): ncpus / mpiprocs.",
     ]
-    text = "\n".join(lines) + "\n" + body(program, defaults, "PBS_O_WORKDIR")
-    text = text.replace("set -euo pipefail\n", "set -euo pipefail\nexport WORKBOOK_CPUS_PER_RANK=${WORKBOOK_CPUS_PER_RANK:-1}\n", 1)
-    return file_name, text
+    return file_name, "\n".join(lines) + "\n" + body(program, defaults, "PBS_O_WORKDIR")
 
 
 def scripts():

@@ -219,7 +219,7 @@ int smoke_test(const workbook::LaunchEnv& env, int argc, char** argv) {
   // other's speed. The PCI bus id names the physical GPU.
   std::map<std::pair<std::string, std::string>, std::vector<int>> ranks_by_gpu;
   for (const json& id : identities)
-    if (id["gpu_bus"] != "-") ranks_by_gpu[{id["host"], id["gpu_bus"]}].push_back(id["rank"].get<int>());
+    if (id["gpu_bus"] != "-" && id["gpu_bus"] != "?") ranks_by_gpu[{id["host"], id["gpu_bus"]}].push_back(id["rank"].get<int>());
   for (const auto& [gpu, ranks] : ranks_by_gpu)
     if (ranks.size() > 1) {
       passed = false;
@@ -257,6 +257,8 @@ int smoke_test(const workbook::LaunchEnv& env, int argc, char** argv) {
                    "at element {:.0f}: got {}, expected {}\n", r, identities[static_cast<size_t>(r)]["host"].get<std::string>(),
                    all[r][0].item<double>(), all[r][1].item<double>(), all[r][2].item<double>(),
                    all[r][3].item<double>(), all[r][4].item<double>());
+      fmt::print(stderr, "smoke_test: all-reduce FAILED on {} of {} ranks: {}\n", wrong_ranks.size(), mpi->size(),
+                 fmt::join(wrong_ranks, ", "));
       fmt::print("all-reduce: FAILED on {} of {} ranks (the error file says which)\n", wrong_ranks.size(), mpi->size());
     }
   }

@@ -93,19 +93,27 @@ CONF
 }
 
 slurm_cluster_stop() {
-  local dir=$1 pid_file pid
+  local dir=$1 pid_file pid name
   [ -d "$dir" ] || return 0
   if [ -f "$dir/slurm.conf" ]; then
-    SLURM_CONF=$dir/slurm.conf scancel --quiet --user="$(id -un)" 2>/dev/null || true
+    # Jobs first, while slurmd can still end their steps (at most 15 s).
+    SLURM_CONF=$dir/slurm.conf scancel --quiet --user="$(id -un)" 2> /dev/null || true
+    for _ in $(seq 30); do
+      [ -z "$(SLURM_CONF=$dir/slurm.conf squeue -h 2> /dev/null)" ] && break
+      sleep 0.5
+    done
   fi
   for pid_file in "$dir/slurmd.pid" "$dir/slurmctld.pid" "$dir/munge/munged.pid"; do
     [ -f "$pid_file" ] || continue
     pid=$(cat "$pid_file")
-    kill "$pid" 2>/dev/null || continue
+    # A pid file left by a run that was killed may name another process by now.
+    name=$(cat "/proc/$pid/comm" 2> /dev/null) || continue
+    case $name in slurmd | slurmctld | munged) ;; *) continue ;; esac
+    kill "$pid" 2> /dev/null || continue
     for _ in 1 2 3 4 5 6 7 8 9 10; do
-      kill -0 "$pid" 2>/dev/null || break
+      kill -0 "$pid" 2> /dev/null || break
       sleep 0.3
     done
-    kill -9 "$pid" 2>/dev/null || true
+    kill -9 "$pid" 2> /dev/null || true
   done
 }

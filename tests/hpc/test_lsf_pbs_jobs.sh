@@ -26,7 +26,7 @@ lsf() {
   shift 2
   name=$(basename "$script" .lsf)
   env "$@" LSB_JOBID="$id" LSB_JOBNAME="wb-$name" LSB_MCPU_HOSTS="$host 2" LSB_HOSTS="$host $host" \
-    LSB_DJOB_NUMPROC=2 LS_SUBCWD="$WORKBOOK_SOURCE" timeout 300 bash "$script" > "wb-$name-$id.out" 2> "wb-$name-$id.err" ||
+    LSB_DJOB_NUMPROC=2 LS_SUBCWD="$WORKBOOK_SOURCE" timeout 120 bash "$script" > "wb-$name-$id.out" 2> "wb-$name-$id.err" ||
     job_failed "$script (LSF job $id) failed" "wb-$name-$id.out" "wb-$name-$id.err"
 }
 
@@ -38,7 +38,7 @@ pbs() {
   shift 2
   name=$(basename "$script" .pbs)
   env "$@" PBS_JOBID="$id.pbs-server" PBS_JOBNAME="wb-$name" PBS_NODEFILE="$jobs/nodefile" PBS_ENVIRONMENT=PBS_BATCH \
-    PBS_O_WORKDIR="$WORKBOOK_SOURCE" timeout 300 bash "$script" > "wb-$name.o$id" 2> "wb-$name.e$id" ||
+    PBS_O_WORKDIR="$WORKBOOK_SOURCE" timeout 120 bash "$script" > "wb-$name.o$id" 2> "wb-$name.e$id" ||
     job_failed "$script (PBS job $id) failed" "wb-$name.o$id" "wb-$name.e$id"
 }
 
@@ -60,7 +60,7 @@ pbs 203 "$WORKBOOK_SOURCE/hpc/pbs/ch06.pbs" \
 check_training wb-ch06.o203 wb-ch06.e203 "$jobs/ch06.jsonl" 2
 
 # No scheduler at all: launch.sh on a workstation, WORKBOOK_RANKS ranks.
-WORKBOOK_RANKS=2 timeout 300 "$WORKBOOK_SOURCE/hpc/launch.sh" smoke_test --iterations 3 > local.out 2> local.err ||
+WORKBOOK_RANKS=2 timeout 120 "$WORKBOOK_SOURCE/hpc/launch.sh" smoke_test --iterations 3 > local.out 2> local.err ||
   job_failed "hpc/launch.sh smoke_test without a scheduler failed" local.out local.err
 check_smoke local.out local.err 2
 
@@ -76,7 +76,19 @@ for script in "$WORKBOOK_SOURCE"/hpc/lsf/*-2nodes.lsf "$WORKBOOK_SOURCE"/hpc/pbs
   env WORKBOOK_DRY_RUN=1 "${scheduler_variables[@]}" bash "$script" > "$out" 2>&1 ||
     job_failed "$script (dry run) failed" "$out" "$out"
   expect_line "$out" "^launch: (LSF|PBS) job 301.*: 2 node\\(s\\), 4 rank\\(s\\) \\(2 2 per node\\), 1 core\\(s\\) per rank" "$out" "$out"
-  expect_line "$out" "^launch: mpirun -np 4 --map-by ppr:2:node --bind-to none --hostfile .* $build/bin/" "$out" "$out"
+  expect_line "$out" "^launch: mpirun -np 4 --bind-to none --map-by ppr:2:node --hostfile .* $build/bin/" "$out" "$out"
   expect_line "$out" "^launch: hostfile .*: nodeA slots=2;nodeB slots=2;$" "$out" "$out"
 done
 echo "ok: the 2-node LSF and PBS scripts would start 4 ranks on nodeA and nodeB"
+
+# Uneven hosts (the hostfile's slots place the ranks), a PBS array job's id,
+# and a site's own host list in place of LSF's.
+out=$jobs/uneven.dry
+env WORKBOOK_DRY_RUN=1 PBS_JOBID='12[3].pbs-server' PBS_O_WORKDIR="$WORKBOOK_SOURCE" PBS_NODEFILE="$jobs/nodefile2" \
+  WORKBOOK_HOSTS="nodeC 4 nodeD 2" bash "$WORKBOOK_SOURCE/hpc/pbs/smoke-2nodes.pbs" > "$out" 2>&1 ||
+  job_failed "a dry run with WORKBOOK_HOSTS failed" "$out" "$out"
+expect_line "$out" "^launch: PBS job 12\\[3\\].pbs-server: 2 node\\(s\\), 6 rank\\(s\\) \\(4 2 per node\\)" "$out" "$out"
+expect_line "$out" "^launch: mpirun -np 6 --bind-to none --hostfile " "$out" "$out"
+expect_line "$out" "^launch: hostfile .*: nodeC slots=4;nodeD slots=2;$" "$out" "$out"
+expect_line "$out" "^launch: MASTER_ADDR=nodeC MASTER_PORT=20123 " "$out" "$out"
+echo "ok: uneven hosts, an array job's id, WORKBOOK_HOSTS"

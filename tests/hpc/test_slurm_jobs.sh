@@ -46,7 +46,7 @@ export WORKBOOK_ROOT=$WORKBOOK_SOURCE WORKBOOK_BUILD=$build
 # submit SCRIPT [ARGS...]: sbatch --wait; prints the job id. A job that fails is a test failure.
 submit() {
   local id status=0
-  id=$(timeout 300 sbatch --parsable --wait "$@") || status=$?
+  id=$(timeout 120 sbatch --parsable --wait "$@") || status=$?
   id=${id%%;*}
   [ "$status" -eq 0 ] || job_failed "sbatch --wait $* ended with status $status" "$(ls -- *-"$id".out 2> /dev/null || echo "job $id .out")" "$(ls -- *-"$id".err 2> /dev/null || echo "job $id .err")"
   echo "$id"
@@ -74,11 +74,21 @@ check_training "wb-ch03-$id.out" "wb-ch03-$id.err" "$PWD/ch03.jsonl" 2
 # two nodes, dry: the decisions and the command, nothing started.
 for script in "$WORKBOOK_SOURCE"/hpc/slurm/*-2nodes.sbatch; do
   out=$PWD/$(basename "$script").dry
-  env WORKBOOK_DRY_RUN=1 SLURM_JOB_ID=4242 SLURM_JOB_NODELIST='node[7-8]' SLURM_NTASKS=4 SLURM_CPUS_PER_TASK=3 \
+  env WORKBOOK_DRY_RUN=1 SLURM_JOB_ID=4242 SLURM_JOB_NODELIST='node[7-8]' SLURM_NTASKS=4 SLURM_TASKS_PER_NODE='2(x2)' SLURM_CPUS_PER_TASK=3 \
     SLURM_SUBMIT_DIR="$WORKBOOK_SOURCE" bash "$script" > "$out" 2>&1 || job_failed "$script (dry run) failed" "$out" "$out"
   expect_line "$out" "^launch: SLURM job 4242: 2 node\\(s\\), 4 rank\\(s\\) \\(2 2 per node\\), 3 core\\(s\\) per rank, device cpu$" "$out" "$out"
   expect_line "$out" "^launch: hosts: node7 node8$" "$out" "$out"
   expect_line "$out" "^launch: MASTER_ADDR=node7 MASTER_PORT=24242 " "$out" "$out"
-  expect_line "$out" "^launch: mpirun -np 4 --map-by ppr:2:node --bind-to none .* $build/bin/.* --threads 3$" "$out" "$out"
+  expect_line "$out" "^launch: env -u SLURM_CPUS_PER_TASK mpirun -np 4 --bind-to none --map-by ppr:2:node .* $build/bin/.* --threads 3$" "$out" "$out"
 done
 echo "ok: the 2-node SLURM scripts would start 4 ranks on node7 and node8"
+
+# Uneven tasks (--ntasks=4 over 2 nodes may come as 3 and 1): the counts come
+# from SLURM_TASKS_PER_NODE, and no per-node mapping is forced.
+out=$PWD/uneven.dry
+env WORKBOOK_DRY_RUN=1 SLURM_JOB_ID=4243 SLURM_JOB_NODELIST='node[7-8]' SLURM_NTASKS=4 SLURM_TASKS_PER_NODE='3,1' \
+  SLURM_SUBMIT_DIR="$WORKBOOK_SOURCE" bash "$WORKBOOK_SOURCE/hpc/slurm/smoke-2nodes.sbatch" > "$out" 2>&1 ||
+  job_failed "the uneven dry run failed" "$out" "$out"
+expect_line "$out" "^launch: SLURM job 4243: 2 node\\(s\\), 4 rank\\(s\\) \\(3 1 per node\\)" "$out" "$out"
+expect_line "$out" "^launch: env -u SLURM_CPUS_PER_TASK mpirun -np 4 --bind-to none -x " "$out" "$out"
+echo "ok: uneven SLURM tasks per node"
