@@ -16,6 +16,12 @@
 # export CMAKE_PREFIX_PATH=$HOME/libtorch:${CMAKE_PREFIX_PATH:-}
 # export LD_LIBRARY_PATH=$HOME/libtorch/lib:${LD_LIBRARY_PATH:-}
 
+# ---- the data ------------------------------------------------------------------
+# Fashion-MNIST on a filesystem every node mounts (data/README.md says where
+# to get it). The smoke test's last column shows where each node found it.
+#
+# export WORKBOOK_DATA=/shared/datasets/fashion-mnist
+
 # ---- NCCL: what it says, and which network it uses -----------------------------
 # NCCL_DEBUG=INFO makes NCCL print, at start-up, the interface and transport
 # it chose (look for "NET/IB" or "NET/Socket : Using [0]ib0"). Turn it on when
