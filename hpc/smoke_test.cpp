@@ -7,8 +7,8 @@
 //   sbatch hpc/slurm/smoke.sbatch        (the job scripts run it through hpc/launch.sh)
 //
 // It prints, from rank 0:
-//   - one row per rank: rank, local rank, host, device, CPU threads, the GPU
-//     (name and PCI bus id) and where it found Fashion-MNIST;
+//   - one row per rank: rank, local rank, world size, host, device, CPU
+//     threads, the GPU (name and PCI bus id) and where it found Fashion-MNIST;
 //   - the all-reduce check: "OK on all N ranks", or which ranks got a wrong
 //     sum and the first element they got wrong;
 //   - one line in nccl-tests' columns: the time of an all-reduce of --bytes
@@ -60,6 +60,7 @@ json describe_this_rank(const workbook::LaunchEnv& env, const torch::Device& dev
                         const std::optional<std::filesystem::path>& data) {
   json identity = {{"rank", env.rank},
                    {"local_rank", env.local_rank},
+                   {"world_size", env.world_size},  // as this rank's launcher said it
                    {"host", host_name()},
                    {"device", device.str()},
                    {"threads", torch::get_num_threads()},
@@ -206,13 +207,13 @@ int smoke_test(const workbook::LaunchEnv& env, int argc, char** argv) {
   if (leader) {
     fmt::print("smoke_test: {} rank(s) on {} node(s), started by {}, device {}\n", mpi->size(), hosts.size(),
                env.launcher, requested.str());
-    workbook::Table table({{"rank", 5}, {"local", 5}, {"host", 16, true}, {"device", 7, true}, {"threads", 7},
+    workbook::Table table({{"rank", 5}, {"local", 5}, {"world", 5}, {"host", 16, true}, {"device", 7, true}, {"threads", 7},
                            {"CUDA_VISIBLE", 12, true}, {"gpu", 24, true}, {"pci bus", 12, true},
                            {"Fashion-MNIST", 0, true}});
     fmt::print("{}\n", table.header());
     for (const json& id : identities)
       fmt::print("{}\n", table.row({std::to_string(id["rank"].get<int>()), std::to_string(id["local_rank"].get<int>()),
-                                    id["host"], id["device"], std::to_string(id["threads"].get<int>()),
+                                    std::to_string(id["world_size"].get<int>()), id["host"], id["device"], std::to_string(id["threads"].get<int>()),
                                     id["cuda_visible_devices"], id["gpu"], id["gpu_bus"], id["data"]}));
   }
   // Two ranks on one GPU: NCCL refuses it, and MPI ranks would halve each

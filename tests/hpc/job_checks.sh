@@ -24,7 +24,7 @@ check_smoke() {
   local out=$1 err=$2 ranks=$3 rank
   expect_line "$out" "^smoke_test: $ranks rank\\(s\\) on 1 node\\(s\\)" "$out" "$err"
   for ((rank = 0; rank < ranks; rank++)); do
-    expect_line "$out" "^ +$rank +$rank +$(hostname) +cpu " "$out" "$err"
+    expect_line "$out" "^ +$rank +$rank +$ranks +$(hostname) +cpu " "$out" "$err"
   done
   expect_line "$out" "^all-reduce \\(sum, float32, .*\\): OK on all $ranks ranks$" "$out" "$err"
   expect_line "$out" "^ +67108864 +16777216 +float +sum +[0-9.]+ +[0-9.]+ +[0-9.]+ " "$out" "$err"
