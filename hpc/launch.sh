@@ -22,7 +22,8 @@
 #   WORKBOOK_DEVICE       auto (default), cpu or cuda
 #   WORKBOOK_LAUNCHER     auto (default), srun or mpirun
 #   WORKBOOK_SRUN_MPI     the srun --mpi plugin to try (default: pmix)
-#   WORKBOOK_CPUS_PER_RANK  cores per rank under LSF and PBS (SLURM: --cpus-per-task)
+#   WORKBOOK_CPUS_PER_RANK  cores per rank under LSF (a host's slots / this = its ranks) and
+#                         PBS (default: NCPUS / mpiprocs); SLURM reads --cpus-per-task
 #   WORKBOOK_RANKS        ranks outside a batch job (default 1)
 #   WORKBOOK_HOSTS        "hostA 4 hostB 4": the hosts and their ranks, in place of the
 #                         LSF or PBS job's list (no scheduler: in place of this host)
@@ -118,6 +119,14 @@ elif [ -n "${LSB_JOBID:-}" ]; then
   # LSB_MCPU_HOSTS is "hostA 4 hostB 4": each host and the slots (ranks) on
   # it. (LSB_HOSTS says the same with one word per slot.)
   read_host_counts "${LSB_MCPU_HOSTS:?LSB_MCPU_HOSTS is not set}" LSB_MCPU_HOSTS
+  # Slots are cores: with N cores per rank, a host's slots hold slots / N ranks.
+  if (( cpus_per_rank > 1 )); then
+    for ((i = 0; i < ${#ranks_per_node[@]}; i++)); do
+      (( ranks_per_node[i] % cpus_per_rank == 0 )) ||
+        fail "${hosts[i]} has ${ranks_per_node[i]} slots, not a multiple of WORKBOOK_CPUS_PER_RANK=$cpus_per_rank"
+      ranks_per_node[i]=$(( ranks_per_node[i] / cpus_per_rank ))
+    done
+  fi
 elif [ -n "${PBS_JOBID:-}" ]; then
   scheduler="PBS job $PBS_JOBID"
   job_id=${PBS_JOBID%%.*}
@@ -180,6 +189,11 @@ if [ "$device" = cuda ]; then
   # would put two ranks on one GPU, which NCCL refuses.
   [ "$most_per_node" -le "$gpus" ] ||
     fail "$most_per_node ranks per node, but $(hostname) has $gpus GPU(s): ask for as many ranks per node as GPUs"
+  # Per-task binding shows each rank one GPU, as device 0; the workbook's ranks
+  # take the GPU of their local rank, so rank 1 would find none.
+  if [ -n "${SLURM_GPUS_PER_TASK:-}" ] || [[ ${SLURM_GPU_BIND:-} == *single* || ${SLURM_GPU_BIND:-} == *map_gpu* ]]; then
+    fail "this job binds one GPU to each task (--gpus-per-task or --gpu-bind): ask for --gpus-per-node instead, so that each rank takes the GPU of its local rank (hpc/README.md, \"All ranks on GPU 0\")"
+  fi
   [ "$most_per_node" -eq "$gpus" ] ||
     say "note: $most_per_node ranks per node on nodes with $gpus GPUs: $((gpus - most_per_node)) GPU(s) per node stay idle"
 fi
@@ -198,7 +212,7 @@ case $program in
   *) fail "'$program' is not a workbook program (smoke_test, ch03_train, ch04_bench, ch05_train, ch06_train)" ;;
 esac
 [ -x "$executable" ] ||
-  fail "$executable is not built: in $root run 'cmake --preset default && cmake --build --preset default' (hpc/README.md, \"Building\")"
+  fail "$executable is not built: in $root run 'cmake --preset $( [ "$device" = cuda ] && echo cuda || echo default ) && cmake --build --preset $( [ "$device" = cuda ] && echo cuda || echo default )' (hpc/README.md, step 2)"
 
 arguments=("$@")
 if [ -n "${WORKBOOK_ARGS:-}" ]; then
@@ -227,7 +241,9 @@ if [ "$launcher" = auto ]; then
   launcher=mpirun
   why="not a SLURM job"
   if [ -n "${SLURM_JOB_ID:-}" ]; then
-    if ! srun --mpi=list 2>&1 | grep -qw "$srun_mpi"; then
+    if ! plugins=$(srun --mpi=list 2>&1); then
+      why="srun --mpi=list failed: $(echo "$plugins" | tail -n 1)"
+    elif ! grep -qw "$srun_mpi" <<< "$plugins"; then
       why="this SLURM has no $srun_mpi plugin (srun --mpi=list)"
     elif [ "${WORKBOOK_DRY_RUN:-0}" = 1 ]; then
       why="dry run: the srun probe was not run"
@@ -243,11 +259,18 @@ fi
 if [ "$launcher" = srun ]; then
   command=("${srun_command[@]}")
 else
-  command=(mpirun -np "$ranks" --bind-to none)
+  # The flags below are Open MPI's (the workbook's MPI); MPICH's and Intel
+  # MPI's mpirun take others. Its full path: Open MPI then finds itself
+  # (orted) on the other nodes as it is here, like --prefix.
+  mpirun_path=$(command -v mpirun) || fail "no mpirun on PATH: load the Open MPI the workbook was built with (hpc/site.sh)"
+  "$mpirun_path" --version 2>&1 | grep -q "Open MPI" ||
+    fail "$mpirun_path is not Open MPI's ($("$mpirun_path" --version 2>&1 | head -n 1)): load the Open MPI the workbook was built with (hpc/site.sh), or WORKBOOK_LAUNCHER=srun"
+  command=("$mpirun_path" -np "$ranks" --bind-to none)
   # Open MPI starts its daemons on the other nodes with srun. From SLURM
-  # 23.11 on, srun reads SLURM_CPUS_PER_TASK again, and a daemon (with every
-  # rank it starts) would be confined to one rank's cores.
-  [ -z "${SLURM_JOB_ID:-}" ] || command=(env -u SLURM_CPUS_PER_TASK "${command[@]}")
+  # 23.11 on, srun reads SLURM_CPUS_PER_TASK (and SLURM_TRES_PER_TASK)
+  # again, and a daemon (with every rank it starts) would be confined to one
+  # rank's cores.
+  [ -z "${SLURM_JOB_ID:-}" ] || command=(env -u SLURM_CPUS_PER_TASK -u SLURM_TRES_PER_TASK "${command[@]}")
   # The same number of ranks on every node: placed per node. Otherwise the
   # hostfile's slots place them, node by node.
   if [ "$ranks" -eq $(( most_per_node * ${#hosts[@]} )) ]; then
@@ -265,8 +288,10 @@ else
   fi
   # Open MPI passes the environment to the ranks on this node only; -x
   # passes these to every node.
-  # (Not CUDA_VISIBLE_DEVICES: the scheduler sets it on each node for that node.)
-  for name in $(compgen -e | grep -E '^(NCCL_|WORKBOOK_|OMP_NUM_THREADS$|MASTER_|LD_LIBRARY_PATH$|PATH$)' || true); do
+  # With them the transports' settings a site may put in site.sh (UCX, libfabric,
+  # PSM2, HCOLL, Open MPI's MCA). Not CUDA_VISIBLE_DEVICES: the scheduler sets
+  # it on each node for that node.
+  for name in $(compgen -e | grep -E '^(NCCL_|WORKBOOK_|UCX_|FI_|PSM2_|HCOLL_|OMPI_MCA_|OMP_NUM_THREADS$|MASTER_|LD_LIBRARY_PATH$|PATH$)' || true); do
     command+=(-x "$name")
   done
 fi

@@ -113,10 +113,10 @@ def lsf(name, what, program, defaults, example, minutes, nodes):
         "# ---- SITE: to use a line, remove its first '#' ------------------------------",
         "##BSUB -P YOUR_PROJECT",
         "##BSUB -q YOUR_QUEUE",
-        f'##BSUB -gpu "num={RANKS_PER_NODE}:mode=exclusive_process"',
+        f'##BSUB -gpu "num={RANKS_PER_NODE}:mode=shared"',
         "# Modules, NCCL_DEBUG, NCCL_SOCKET_IFNAME and InfiniBand settings: hpc/site.sh",
-        "# Cores per rank (its CPU threads and data loading); ask LSF for as many with",
-        '# -R "affinity[core(N)]".',
+        "# Cores per rank (its CPU threads and data loading): for N, multiply -n and",
+        "# ptile by N and set WORKBOOK_CPUS_PER_RANK=N below (slots are cores).",
     ]
     text = "\n".join(lines) + "\n" + body(program, defaults, "LS_SUBCWD")
     text = text.replace("set -euo pipefail\n", "set -euo pipefail\nexport WORKBOOK_CPUS_PER_RANK=${WORKBOOK_CPUS_PER_RANK:-1}\n", 1)
@@ -134,11 +134,17 @@ def pbs(name, what, program, defaults, example, minutes, nodes):
         "# nodes (select), cores (ncpus) and ranks (mpiprocs) on each; on GPU nodes,",
         "# one rank per GPU. Torque has no select: write -l nodes=N:ppn=R instead.",
         f"#PBS -l select={nodes}:ncpus={RANKS_PER_NODE}:mpiprocs={RANKS_PER_NODE}",
+    ]
+    if nodes > 1:
+        lines += ["# one chunk per node: PBS may otherwise pack the chunks onto one host",
+                  "#PBS -l place=scatter"]
+    lines += [
         f"#PBS -l walltime={minutes // 60:02d}:{minutes % 60:02d}:00",
         "#PBS -j n",
         "# ---- SITE: to use a line, remove its first '#' ------------------------------",
         "##PBS -A YOUR_PROJECT",
         "##PBS -q YOUR_QUEUE",
+        "# GPU nodes: this select line in place of the one above",
         f"##PBS -l select={nodes}:ncpus={8 * RANKS_PER_NODE}:mpiprocs={RANKS_PER_NODE}:ngpus={RANKS_PER_NODE}",
         "# Modules, NCCL_DEBUG, NCCL_SOCKET_IFNAME and InfiniBand settings: hpc/site.sh",
         "# Cores per rank (its CPU threads and data loading): ncpus / mpiprocs.",

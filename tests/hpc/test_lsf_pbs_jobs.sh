@@ -10,6 +10,9 @@ set -euo pipefail
 trap 'echo "FAILED: line $LINENO of ${BASH_SOURCE[0]}: $BASH_COMMAND" >&2' ERR
 export WORKBOOK_SOURCE=$1
 build=$2
+# Inside a SLURM allocation (ctest on a compute node) the job's variables
+# would be read as the ones these tests fake: none of them, to begin with.
+for name in "${!SLURM_@}" "${!LSB_@}" "${!PBS_@}" LS_SUBCWD; do unset "$name"; done
 # shellcheck source=tests/hpc/job_checks.sh
 source "$WORKBOOK_SOURCE/tests/hpc/job_checks.sh"
 
@@ -76,7 +79,7 @@ for script in "$WORKBOOK_SOURCE"/hpc/lsf/*-2nodes.lsf "$WORKBOOK_SOURCE"/hpc/pbs
   env WORKBOOK_DRY_RUN=1 "${scheduler_variables[@]}" bash "$script" > "$out" 2>&1 ||
     job_failed "$script (dry run) failed" "$out" "$out"
   expect_line "$out" "^launch: (LSF|PBS) job 301.*: 2 node\\(s\\), 4 rank\\(s\\) \\(2 2 per node\\), 1 core\\(s\\) per rank" "$out" "$out"
-  expect_line "$out" "^launch: mpirun -np 4 --bind-to none --map-by ppr:2:node --hostfile .* $build/bin/" "$out" "$out"
+  expect_line "$out" "^launch: /[^ ]*/mpirun -np 4 --bind-to none --map-by ppr:2:node --hostfile .* $build/bin/" "$out" "$out"
   expect_line "$out" "^launch: hostfile .*: nodeA slots=2;nodeB slots=2;$" "$out" "$out"
 done
 echo "ok: the 2-node LSF and PBS scripts would start 4 ranks on nodeA and nodeB"
@@ -88,7 +91,16 @@ env WORKBOOK_DRY_RUN=1 PBS_JOBID='12[3].pbs-server' PBS_O_WORKDIR="$WORKBOOK_SOU
   WORKBOOK_HOSTS="nodeC 4 nodeD 2" bash "$WORKBOOK_SOURCE/hpc/pbs/smoke-2nodes.pbs" > "$out" 2>&1 ||
   job_failed "a dry run with WORKBOOK_HOSTS failed" "$out" "$out"
 expect_line "$out" "^launch: PBS job 12\\[3\\].pbs-server: 2 node\\(s\\), 6 rank\\(s\\) \\(4 2 per node\\)" "$out" "$out"
-expect_line "$out" "^launch: mpirun -np 6 --bind-to none --hostfile " "$out" "$out"
+expect_line "$out" "^launch: /[^ ]*/mpirun -np 6 --bind-to none --hostfile " "$out" "$out"
 expect_line "$out" "^launch: hostfile .*: nodeC slots=4;nodeD slots=2;$" "$out" "$out"
 expect_line "$out" "^launch: MASTER_ADDR=nodeC MASTER_PORT=20123 " "$out" "$out"
 echo "ok: uneven hosts, an array job's id, WORKBOOK_HOSTS"
+
+# LSF slots are cores: 4 slots per host at 2 cores per rank are 2 ranks per host.
+out=$jobs/cores.dry
+env WORKBOOK_DRY_RUN=1 LSB_JOBID=302 LSB_MCPU_HOSTS="nodeA 4 nodeB 4" LS_SUBCWD="$WORKBOOK_SOURCE" WORKBOOK_CPUS_PER_RANK=2 \
+  bash "$WORKBOOK_SOURCE/hpc/lsf/ch03-2nodes.lsf" > "$out" 2>&1 || job_failed "the cores-per-rank dry run failed" "$out" "$out"
+expect_line "$out" "^launch: LSF job 302: 2 node\\(s\\), 4 rank\\(s\\) \\(2 2 per node\\), 2 core\\(s\\) per rank" "$out" "$out"
+expect_line "$out" "--threads 2$" "$out" "$out"
+expect_line "$out" "^launch: hostfile .*: nodeA slots=2;nodeB slots=2;$" "$out" "$out"
+echo "ok: LSF slots divided by the cores per rank"
