@@ -12,7 +12,9 @@ namespace workbook::detail {
 
 // Initializes MPI once per process (and finalizes it at a normal exit), then
 // checks that MPI's rank and size agree with the launcher's variables.
-void start_mpi(const LaunchEnv& env);
+// MPI_Init_thread is watched like a collective: it must return within
+// `timeout_s` (watchdog.hpp).
+void start_mpi(const LaunchEnv& env, double timeout_s);
 
 // Throws CommunicationError naming the rank and the call when `code` is not MPI_SUCCESS.
 void check_mpi(int code, const LaunchEnv& env, const char* call);

@@ -60,7 +60,7 @@ void check_mpi(int code, const LaunchEnv& env, const char* call) {
   throw CommunicationError(fmt::format("{}: {} failed: {}", env.label(), call, text));
 }
 
-void start_mpi(const LaunchEnv& env) {
+void start_mpi(const LaunchEnv& env, double timeout_s) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
@@ -68,7 +68,14 @@ void start_mpi(const LaunchEnv& env) {
     // communication thread in Chapter 4 takes turns with the main thread).
     // The watchdog thread never calls MPI.
     int provided = 0;
-    const int code = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+    int code = 0;
+    {
+      // Start-up waits on the launcher and the other ranks too: a launcher
+      // that cannot reach a node would otherwise hang here, silently.
+      watchdog::CallScope scope("MPI_Init_thread (MPI's start-up: reaching the launcher and the other ranks)",
+                                timeout_s);
+      code = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+    }
     WB_CHECK(code == MPI_SUCCESS, "{}: MPI_Init_thread failed (code {})", env.label(), code);
     WB_CHECK(provided >= MPI_THREAD_SERIALIZED, "this MPI library does not support MPI_THREAD_SERIALIZED");
     std::atexit(finalize_at_exit);
@@ -215,7 +222,7 @@ class MpiCommunicator final : public Communicator {
 }  // namespace
 
 std::unique_ptr<Communicator> make_mpi_communicator(const LaunchEnv& env, const CommunicatorOptions& options) {
-  start_mpi(env);
+  start_mpi(env, options.timeout_s);
   return std::make_unique<MpiCommunicator>(env, options);
 }
 

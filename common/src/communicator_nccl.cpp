@@ -203,7 +203,7 @@ class NcclCommunicator final : public Communicator {
 }  // namespace
 
 std::unique_ptr<Communicator> make_nccl_communicator(const LaunchEnv& env, const CommunicatorOptions& options) {
-  start_mpi(env);
+  start_mpi(env, options.timeout_s);
   return std::make_unique<NcclCommunicator>(env, options);
 }
 
