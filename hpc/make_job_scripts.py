@@ -33,11 +33,12 @@ RANKS_PER_NODE = 2  # on GPU nodes: the GPUs per node
 NODE_COUNTS = (1, 2)
 
 
-def body(program, defaults, workdir):
+def body(program, defaults, workdir, setup):
     default_line = f"args=({defaults})" if defaults else "args=()"
+    setup_lines = "".join(line + "\n" for line in setup)
     return f"""
 set -euo pipefail
-cd "${{{workdir}:-$PWD}}"  # where it was submitted: relative paths in the arguments start there
+{setup_lines}cd "${{{workdir}:-$PWD}}"  # where it was submitted: relative paths in the arguments start there
 root=${{WORKBOOK_ROOT:-$PWD}}
 [ -x "$root/hpc/launch.sh" ] || {{ echo "$root is not the workbook's folder: submit from it, or set WORKBOOK_ROOT" >&2; exit 2; }}
 # The program's arguments: the script's own, else these defaults.
@@ -71,93 +72,95 @@ def header(file_name, what, program, defaults, nodes, run_lines, output_line):
     return lines
 
 
-def slurm(name, what, program, defaults, example, minutes, nodes):
-    file_name = name + ("" if nodes == 1 else f"-{nodes}nodes") + ".sbatch"
-    job = f"wb-{name}"
-    lines = header(file_name, what, program, defaults, nodes,
-                   [f"sbatch hpc/slurm/{file_name}", f"sbatch hpc/slurm/{file_name} {example}"],
-                   f"Output: {job}-<jobid>.out and {job}-<jobid>.err, where it was submitted.")
-    lines += [
-        f"#SBATCH --job-name={job}",
-        f"#SBATCH --nodes={nodes}",
-        "# ranks per node: on GPU nodes, one per GPU (the same number as --gpus-per-node)",
-        f"#SBATCH --ntasks-per-node={RANKS_PER_NODE}",
-        "# cores per rank: its CPU threads and data loading",
-        "#SBATCH --cpus-per-task=1",
-        f"#SBATCH --time={minutes // 60:02d}:{minutes % 60:02d}:00",
-        f"#SBATCH --output={job}-%j.out",
-        f"#SBATCH --error={job}-%j.err",
-        "# ---- SITE: to use a line, remove its first '#' ------------------------------",
-        "##SBATCH --account=YOUR_ACCOUNT",
-        "##SBATCH --partition=YOUR_PARTITION",
-        f"##SBATCH --gpus-per-node={RANKS_PER_NODE}",
-        "# Modules, NCCL_DEBUG, NCCL_SOCKET_IFNAME and InfiniBand settings: hpc/site.sh",
-    ]
-    return file_name, "\n".join(lines) + "\n" + body(program, defaults, "SLURM_SUBMIT_DIR")
+SITE_HEADING = "# ---- SITE: to use a line, remove its first '#' ------------------------------"
+SITE_FILE = "# Modules, NCCL_DEBUG, NCCL_SOCKET_IFNAME and InfiniBand settings: hpc/site.sh"
 
 
-def lsf(name, what, program, defaults, example, minutes, nodes):
-    file_name = name + ("" if nodes == 1 else f"-{nodes}nodes") + ".lsf"
-    job = f"wb-{name}"
-    lines = header(file_name, what, program, defaults, nodes,
-                   [f"bsub < hpc/lsf/{file_name}", f"WORKBOOK_ARGS='{example}' bsub < hpc/lsf/{file_name}"],
-                   f"Output: {job}-<jobid>.out and {job}-<jobid>.err, where it was submitted.")
-    lines += [
-        f"#BSUB -J {job}",
-        "# ranks in all, and ranks per node (ptile): on GPU nodes, one per GPU",
-        f"#BSUB -n {RANKS_PER_NODE * nodes}",
-        f'#BSUB -R "span[ptile={RANKS_PER_NODE}]"',
-        f"#BSUB -W {minutes // 60:02d}:{minutes % 60:02d}",
-        f"#BSUB -o {job}-%J.out",
-        f"#BSUB -e {job}-%J.err",
-        "# ---- SITE: to use a line, remove its first '#' ------------------------------",
-        "##BSUB -P YOUR_PROJECT",
-        "##BSUB -q YOUR_QUEUE",
-        f'##BSUB -gpu "num={RANKS_PER_NODE}:mode=shared"',
-        "# Modules, NCCL_DEBUG, NCCL_SOCKET_IFNAME and InfiniBand settings: hpc/site.sh",
-        "# Cores per rank (its CPU threads and data loading): for N, multiply -n and",
-        "# ptile by N and set WORKBOOK_CPUS_PER_RANK=N below (slots are cores).",
-    ]
-    text = "\n".join(lines) + "\n" + body(program, defaults, "LS_SUBCWD")
-    text = text.replace("set -euo pipefail\n", "set -euo pipefail\nexport WORKBOOK_CPUS_PER_RANK=${WORKBOOK_CPUS_PER_RANK:-1}\n", 1)
-    return file_name, text
+def hours_minutes(minutes):
+    return f"{minutes // 60:02d}:{minutes % 60:02d}"
 
 
-def pbs(name, what, program, defaults, example, minutes, nodes):
-    file_name = name + ("" if nodes == 1 else f"-{nodes}nodes") + ".pbs"
-    job = f"wb-{name}"
-    lines = header(file_name, what, program, defaults, nodes,
-                   [f"qsub hpc/pbs/{file_name}", f"qsub -v WORKBOOK_ARGS='{example}' hpc/pbs/{file_name}"],
-                   f"Output: {job}.o<jobid> and {job}.e<jobid> (PBS's names), where it was submitted.")
-    lines += [
-        f"#PBS -N {job}",
-        "# nodes (select), cores (ncpus) and ranks (mpiprocs) on each; on GPU nodes,",
-        "# one rank per GPU. Torque has no select: write -l nodes=N:ppn=R instead.",
-        f"#PBS -l select={nodes}:ncpus={RANKS_PER_NODE}:mpiprocs={RANKS_PER_NODE}",
-    ]
-    if nodes > 1:
-        lines += ["# one chunk per node: PBS may otherwise pack the chunks onto one host",
-                  "#PBS -l place=scatter"]
-    lines += [
-        f"#PBS -l walltime={minutes // 60:02d}:{minutes % 60:02d}:00",
-        "#PBS -j n",
-        "# ---- SITE: to use a line, remove its first '#' ------------------------------",
-        "##PBS -A YOUR_PROJECT",
-        "##PBS -q YOUR_QUEUE",
-        "# GPU nodes: this select line in place of the one above",
-        f"##PBS -l select={nodes}:ncpus={8 * RANKS_PER_NODE}:mpiprocs={RANKS_PER_NODE}:ngpus={RANKS_PER_NODE}",
-        "# Modules, NCCL_DEBUG, NCCL_SOCKET_IFNAME and InfiniBand settings: hpc/site.sh",
-        "# Cores per rank (its CPU threads and data loading): ncpus / mpiprocs.",
-    ]
-    return file_name, "\n".join(lines) + "\n" + body(program, defaults, "PBS_O_WORKDIR")
+# Each scheduler's part of a job: how to submit it (two usage lines), where
+# its output goes, its directives, and lines the job runs before the rest.
+def slurm(job, path, example, minutes, nodes):
+    return ([f"sbatch {path}", f"sbatch {path} {example}"],
+            f"Output: {job}-<jobid>.out and {job}-<jobid>.err, where it was submitted.",
+            [f"#SBATCH --job-name={job}",
+             f"#SBATCH --nodes={nodes}",
+             "# ranks per node: on GPU nodes, one per GPU (the same number as --gpus-per-node)",
+             f"#SBATCH --ntasks-per-node={RANKS_PER_NODE}",
+             "# cores per rank: its CPU threads and data loading",
+             "#SBATCH --cpus-per-task=1",
+             f"#SBATCH --time={hours_minutes(minutes)}:00",
+             f"#SBATCH --output={job}-%j.out",
+             f"#SBATCH --error={job}-%j.err",
+             SITE_HEADING,
+             "##SBATCH --account=YOUR_ACCOUNT",
+             "##SBATCH --partition=YOUR_PARTITION",
+             f"##SBATCH --gpus-per-node={RANKS_PER_NODE}",
+             SITE_FILE],
+            [])
+
+
+def lsf(job, path, example, minutes, nodes):
+    return ([f"bsub < {path}", f"WORKBOOK_ARGS='{example}' bsub < {path}"],
+            f"Output: {job}-<jobid>.out and {job}-<jobid>.err, where it was submitted.",
+            [f"#BSUB -J {job}",
+             "# ranks in all, and ranks per node (ptile): on GPU nodes, one per GPU",
+             f"#BSUB -n {RANKS_PER_NODE * nodes}",
+             f'#BSUB -R "span[ptile={RANKS_PER_NODE}]"',
+             f"#BSUB -W {hours_minutes(minutes)}",
+             f"#BSUB -o {job}-%J.out",
+             f"#BSUB -e {job}-%J.err",
+             SITE_HEADING,
+             "##BSUB -P YOUR_PROJECT",
+             "##BSUB -q YOUR_QUEUE",
+             f'##BSUB -gpu "num={RANKS_PER_NODE}:mode=shared"',
+             SITE_FILE,
+             "# Cores per rank (its CPU threads and data loading): for N, multiply -n and",
+             "# ptile by N and set WORKBOOK_CPUS_PER_RANK=N below (slots are cores)."],
+            ["export WORKBOOK_CPUS_PER_RANK=${WORKBOOK_CPUS_PER_RANK:-1}"])
+
+
+def pbs(job, path, example, minutes, nodes):
+    scatter = (["# one chunk per node: PBS may otherwise pack the chunks onto one host",
+                "#PBS -l place=scatter"] if nodes > 1 else [])
+    return ([f"qsub {path}", f"qsub -v WORKBOOK_ARGS='{example}' {path}"],
+            f"Output: {job}.o<jobid> and {job}.e<jobid> (PBS's names), where it was submitted.",
+            [f"#PBS -N {job}",
+             "# nodes (select), cores (ncpus) and ranks (mpiprocs) on each; on GPU nodes,",
+             "# one rank per GPU. Torque has no select: write -l nodes=N:ppn=R instead.",
+             f"#PBS -l select={nodes}:ncpus={RANKS_PER_NODE}:mpiprocs={RANKS_PER_NODE}",
+             *scatter,
+             f"#PBS -l walltime={hours_minutes(minutes)}:00",
+             "#PBS -j n",
+             SITE_HEADING,
+             "##PBS -A YOUR_PROJECT",
+             "##PBS -q YOUR_QUEUE",
+             "# GPU nodes: this select line in place of the one above",
+             f"##PBS -l select={nodes}:ncpus={8 * RANKS_PER_NODE}:mpiprocs={RANKS_PER_NODE}:ngpus={RANKS_PER_NODE}",
+             SITE_FILE,
+             "# Cores per rank (its CPU threads and data loading): ncpus / mpiprocs."],
+            [])
+
+
+# folder: (file extension, the variable that names the submit folder, the scheduler's part)
+SCHEDULERS = {
+    "slurm": (".sbatch", "SLURM_SUBMIT_DIR", slurm),
+    "lsf": (".lsf", "LS_SUBCWD", lsf),
+    "pbs": (".pbs", "PBS_O_WORKDIR", pbs),
+}
 
 
 def scripts():
-    for folder, make in (("slurm", slurm), ("lsf", lsf), ("pbs", pbs)):
+    for folder, (extension, workdir, scheduler_part) in SCHEDULERS.items():
         for name, (what, program, defaults, example, minutes) in JOBS.items():
             for nodes in NODE_COUNTS:
-                file_name, text = make(name, what, program, defaults, example, minutes, nodes)
-                yield HPC / folder / file_name, text
+                file_name = name + ("" if nodes == 1 else f"-{nodes}nodes") + extension
+                usage, output, directives, setup = scheduler_part(
+                    f"wb-{name}", f"hpc/{folder}/{file_name}", example, minutes, nodes)
+                lines = header(file_name, what, program, defaults, nodes, usage, output) + directives
+                yield HPC / folder / file_name, "\n".join(lines) + "\n" + body(program, defaults, workdir, setup)
 
 
 def main():

@@ -6,13 +6,11 @@
 #   LSF: smoke.lsf, ch05.lsf (short);  PBS: smoke.pbs, ch04.pbs and ch06.pbs (short);
 #   launch.sh with no scheduler (WORKBOOK_RANKS=2);
 #   and every 2-node script, dry run, with a two-host list.
+# CTest runs it through tests/hpc/outside_a_job.sh: no scheduler variables but the ones it fakes.
 set -euo pipefail
 trap 'echo "FAILED: line $LINENO of ${BASH_SOURCE[0]}: $BASH_COMMAND" >&2' ERR
 export WORKBOOK_SOURCE=$1
 build=$2
-# Inside a SLURM allocation (ctest on a compute node) the job's variables
-# would be read as the ones these tests fake: none of them, to begin with.
-for name in "${!SLURM_@}" "${!LSB_@}" "${!PBS_@}" LS_SUBCWD; do unset "$name"; done
 # shellcheck source=tests/hpc/job_checks.sh
 source "$WORKBOOK_SOURCE/tests/hpc/job_checks.sh"
 

@@ -7,13 +7,11 @@
 #   4. every 2-node script, dry run: what it would start on two nodes.
 # The cluster (tests/hpc/slurm_cluster.sh) lives in a temporary directory and
 # is stopped and removed on every exit; one left by a killed run is stopped first.
+# CTest runs it through tests/hpc/outside_a_job.sh: no scheduler variables but the ones it fakes.
 set -euo pipefail
 trap 'echo "FAILED: line $LINENO of ${BASH_SOURCE[0]}: $BASH_COMMAND" >&2' ERR
 export WORKBOOK_SOURCE=$1
 build=$2
-# Inside a SLURM allocation (ctest on a compute node) the job's variables
-# would be read as the ones these tests fake: none of them, to begin with.
-for name in "${!SLURM_@}" "${!LSB_@}" "${!PBS_@}" LS_SUBCWD; do unset "$name"; done
 # shellcheck source=tests/hpc/slurm_cluster.sh
 source "$WORKBOOK_SOURCE/tests/hpc/slurm_cluster.sh"
 # shellcheck source=tests/hpc/job_checks.sh
