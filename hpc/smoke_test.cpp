@@ -14,7 +14,8 @@
 //   - one line in nccl-tests' columns: the time of an all-reduce of --bytes
 //     (64 MiB), its algbw and busbw.
 // Exit status: 0 when every check passed, 1 when a check failed (a wrong
-// sum, ranks sharing a GPU), 2 on bad input or a launch that is not a job.
+// sum, ranks sharing a GPU, a node without the data), 2 on bad input or a
+// launch that is not a job.
 //
 // --check-launch only starts the communicator and leaves: hpc/launch.sh runs
 // it to find out whether srun can start an MPI job on this cluster.
@@ -33,6 +34,7 @@
 #include "workbook/device.hpp"
 #include "workbook/errors.hpp"
 #include "workbook/gpu_info.hpp"
+#include "workbook/parse_flags.hpp"
 #include "workbook/results.hpp"
 #include "workbook/statistics.hpp"
 #include "workbook/timing.hpp"
@@ -176,11 +178,7 @@ int smoke_test(const workbook::LaunchEnv& env, int argc, char** argv) {
   // tests can see the check name the rank (tests/hpc).
   app.add_option("--corrupt-rank", corrupt_rank, "")->group("");
   workbook::add_distributed_flags(app, comm_options);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& error) {
-    std::exit(app.exit(error));
-  }
+  workbook::parse_flags_or_exit(app, argc, argv);
   workbook::set_threads(threads);
   const torch::Device requested = workbook::parse_device(device_name);
 
@@ -280,6 +278,20 @@ int smoke_test(const workbook::LaunchEnv& env, int argc, char** argv) {
                "sum", seconds * 1e6, algbw, busbw, comm.backend() == workbook::Backend::Nccl ? "NCCL" : "MPI",
                hosts.size() > 1 ? "the network" : "one node");
     if (comm.size() == 1) fmt::print("(one rank: nothing crosses a link, so busbw is 0 by definition)\n");
+  }
+  // Without the data every training job would stop at its start: the lab is not ready.
+  std::vector<std::string> without_data;
+  for (const json& id : identities)
+    if (id["data"] == "NOT FOUND")
+      without_data.push_back(fmt::format("{} ({})", id["rank"].get<int>(), id["host"].get<std::string>()));
+  if (!without_data.empty()) {
+    if (leader)
+      fmt::print(stderr, "smoke_test: FAILED: Fashion-MNIST not found on rank(s) {}: the training jobs would stop there; "
+                 "put it on a filesystem every node mounts and set WORKBOOK_DATA (hpc/README.md, \"Data not found\")\n",
+                 fmt::join(without_data, ", "));
+    return 1;
+  }
+  if (leader) {
     fmt::print("smoke test passed\n");
     workbook::JsonLines json_lines(json_file);
     json_lines.write({{"type", "result"}, {"program", "smoke_test"}, {"ranks", comm.size()},

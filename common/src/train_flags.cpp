@@ -1,5 +1,6 @@
 // train_flags.cpp — common flags and the top-level error handling of a program.
 #include "workbook/train_flags.hpp"
+#include "workbook/parse_flags.hpp"
 
 #include <fmt/format.h>
 
@@ -44,7 +45,7 @@ void add_train_flags(CLI::App& app, TrainFlags& flags) {
   app.add_option("--json", flags.json, "write JSON lines (per epoch, then the result) to FILE ('-': stdout)");
 }
 
-TrainFlags parse_train_flags(CLI::App& app, TrainFlags& flags, int argc, char** argv) {
+void parse_flags_or_exit(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -53,6 +54,10 @@ TrainFlags parse_train_flags(CLI::App& app, TrainFlags& flags, int argc, char** 
     fmt::print(stderr, "{}: {}\nRun with --help for the flags.\n", app.get_name(), e.what());
     std::exit(2);
   }
+}
+
+TrainFlags parse_train_flags(CLI::App& app, TrainFlags& flags, int argc, char** argv) {
+  parse_flags_or_exit(app, argc, argv);
   tune_cpu_allocator();
   if (flags.threads == 0) flags.threads = available_cores();
   set_threads(flags.threads);
