@@ -5,7 +5,7 @@
 #
 #   hpc/launch.sh PROGRAM [ARGS...]
 #
-# PROGRAM is smoke_test or a chapter's program (ch03_train, ch04_bench,
+# PROGRAM is smoke_test or a chapter's program (ch03_train, ch04_bench, ch04_train,
 # ch05_train, ch06_train). What it does:
 #   1. sources hpc/site.sh (the site's module loads and network settings);
 #   2. reads the job from the scheduler's variables: nodes, ranks per node,
@@ -56,7 +56,7 @@ set -euo pipefail
 say() { echo "launch: $*"; }
 fail() { echo "launch: $*" >&2; exit 2; }
 
-[ $# -ge 1 ] || fail "usage: hpc/launch.sh PROGRAM [ARGS...] (PROGRAM: smoke_test, ch03_train, ch04_bench, ch05_train, ch06_train)"
+[ $# -ge 1 ] || fail "usage: hpc/launch.sh PROGRAM [ARGS...] (PROGRAM: smoke_test, ch03_train, ch04_bench, ch04_train, ch05_train, ch06_train)"
 program=$1
 shift
 script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -209,7 +209,7 @@ case $program in
   ch0[3-9]_*)
     [[ $code =~ ^(solution|student)$ ]] || fail "WORKBOOK_CODE='$code': use solution or student"
     executable=$WORKBOOK_BUILD/bin/$code/$program ;;
-  *) fail "'$program' is not a workbook program (smoke_test, ch03_train, ch04_bench, ch05_train, ch06_train)" ;;
+  *) fail "'$program' is not a workbook program (smoke_test, ch03_train, ch04_bench, ch04_train, ch05_train, ch06_train)" ;;
 esac
 [ -x "$executable" ] ||
   fail "$executable is not built: in $root run 'cmake --preset $( [ "$device" = cuda ] && echo cuda || echo default ) && cmake --build --preset $( [ "$device" = cuda ] && echo cuda || echo default )' (hpc/README.md, step 2)"

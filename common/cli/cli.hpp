@@ -78,6 +78,24 @@ std::map<std::string, std::string> mpi_environment();
 // (oversubscribed, so more ranks than cores work) for more.
 std::vector<std::string> launch_command(int ranks, std::vector<std::string> argv);
 
+// ---- measuring -----------------------------------------------------------------
+
+// One run of a program that writes JSON lines (DESIGN.md, Conventions: Output).
+struct RunOutcome {
+  bool ok = false;
+  nlohmann::json result;  // the run's last JSON line
+  std::vector<nlohmann::json> lines;  // every JSON line the run wrote
+  std::string error;      // why not ok: the program's first line of complaint
+  double wall_s = 0.0;
+};
+
+// Runs `argv` with `--json` into a temporary file, under mpiexec with `ranks`
+// processes when more than 1, and reads every line back; ok when it exited 0
+// and its last line is a result line. passthrough: its output goes to the terminal.
+RunOutcome run_for_result(std::vector<std::string> argv, bool passthrough, double timeout_s, int ranks);
+
+std::string format_mib(double bytes);  // "12.3 MiB"
+
 // ---- tests ---------------------------------------------------------------------
 
 struct TestRecord {

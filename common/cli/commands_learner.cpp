@@ -1,6 +1,8 @@
 // commands_learner.cpp — list, check, hint, run: the learner's loop.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "cli.hpp"
 #include "commands.hpp"
 #include "workbook/errors.hpp"
@@ -196,15 +198,36 @@ int cmd_hint(const std::string& exercise_id, bool all, bool reset) {
   return 0;
 }
 
-int cmd_run(const std::string& chapter_name, bool solution, int ranks, const std::vector<std::string>& args) {
+namespace {
+
+// A chapter's programs are its main_*.cpp files: main_train.cpp is chNN_train.
+std::vector<std::string> chapter_programs(const Chapter& chapter) {
+  std::vector<std::string> programs;
+  for (const auto& entry : fs::directory_iterator(source_dir() / "solutions" / chapter.folder)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("main_", 0) == 0 && entry.path().extension() == ".cpp")
+      programs.push_back(chapter.id + "_" + entry.path().stem().string().substr(5));
+  }
+  std::sort(programs.begin(), programs.end());
+  return programs;
+}
+
+}  // namespace
+
+int cmd_run(const std::string& chapter_name, const std::optional<std::string>& program_flag, bool solution, int ranks,
+            const std::vector<std::string>& args) {
   const auto chapters = load_chapters();
   const Chapter& chapter = find_chapter(chapters, chapter_name);
-  WB_CHECK(!chapter.program.empty(), "{} has no program to run", chapter.id);
+  const std::string program = program_flag.value_or(chapter.program);
+  WB_CHECK(!program.empty(), "{} has no program to run", chapter.id);
+  const std::vector<std::string> programs = chapter_programs(chapter);
+  WB_CHECK(std::find(programs.begin(), programs.end(), program) != programs.end(),
+           "--program {}: {} has {}", program, chapter.id, fmt::join(programs, ", "));
   WB_CHECK(ranks <= chapter.max_ranks, "{} is a {}: --ranks {} is more than its {}", chapter.id,
            chapter.max_ranks == 1 ? "single-process chapter" : "chapter", ranks, chapter.max_ranks);
   const std::string flavor = solution ? "solution" : "student";
-  if (!build_targets({chapter.program + "_" + flavor}, /*quiet=*/true)) return 1;
-  std::vector<std::string> argv = {(build_dir() / "bin" / flavor / chapter.program).string()};
+  if (!build_targets({program + "_" + flavor}, /*quiet=*/true)) return 1;
+  std::vector<std::string> argv = {(build_dir() / "bin" / flavor / program).string()};
   argv.insert(argv.end(), args.begin(), args.end());
   argv = launch_command(ranks, argv);
   ProcessOptions options;

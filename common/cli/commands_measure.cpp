@@ -1,4 +1,4 @@
-// commands_measure.cpp — bench, tour and info: numbers measured in one run.
+// commands_measure.cpp — bench and info: numbers measured in one run.
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -20,8 +20,6 @@
 namespace workbook::cli {
 namespace {
 
-std::string format_mib(double bytes) { return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024.0)); }
-
 // Replaces {chapter_dir}, {source_dir} in a manifest's command line.
 std::string expand(std::string text, const Chapter& chapter) {
   const std::pair<std::string, std::string> names[] = {
@@ -30,57 +28,6 @@ std::string expand(std::string text, const Chapter& chapter) {
   for (const auto& [key, value] : names)
     for (size_t at; (at = text.find(key)) != std::string::npos;) text.replace(at, key.size(), value);
   return text;
-}
-
-struct RunOutcome {
-  bool ok = false;
-  nlohmann::json result;  // the run's last JSON line
-  std::vector<nlohmann::json> lines;  // every JSON line the run wrote
-  std::string error;      // why not ok: the program's first line of complaint
-  double wall_s = 0.0;
-};
-
-// Runs a training program with --json into a temporary file and reads its result line.
-RunOutcome run_for_result(std::vector<std::string> argv, bool passthrough, double timeout_s, int ranks) {
-  RunOutcome outcome;
-  const fs::path json = build_dir() / fmt::format(".run-{}.jsonl", getpid());
-  fs::remove(json);
-  argv.push_back("--json");
-  argv.push_back(json.string());
-  argv = launch_command(ranks, argv);
-  ProcessOptions options;
-  options.capture = !passthrough;
-  options.timeout_s = timeout_s;
-  if (ranks > 1) options.env = mpi_environment();
-  const auto begin = std::chrono::steady_clock::now();
-  ProcessResult done = run_process(argv, options);
-  outcome.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-  std::ifstream in(json);
-  std::string line, last;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    last = line;
-    nlohmann::json parsed = nlohmann::json::parse(line, nullptr, false);
-    if (parsed.is_object()) outcome.lines.push_back(std::move(parsed));
-  }
-  fs::remove(json);
-  if (done.exit_code == 0 && !last.empty()) {
-    outcome.result = nlohmann::json::parse(last, nullptr, false);
-    outcome.ok = outcome.result.is_object() && outcome.result.value("type", "") == "result";
-  }
-  if (!outcome.ok) {
-    std::string complaint;
-    for (const char* marker : {"not done yet: ", "error: ", "internal error: "}) {
-      const size_t at = done.output.find(marker);  // the first complaint the program printed
-      if (at != std::string::npos) {
-        complaint = done.output.substr(at, done.output.find('\n', at) - at);
-        break;
-      }
-    }
-    if (complaint.empty()) complaint = done.timed_out ? "time limit reached" : fmt::format("exit status {}", done.exit_code);
-    outcome.error = complaint;
-  }
-  return outcome;
 }
 
 std::string format_metric(double value) {
@@ -437,6 +384,51 @@ int bench_scaling(const Chapter& chapter, const nlohmann::json& part, int repeat
 
 }  // namespace
 
+std::string format_mib(double bytes) { return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024.0)); }
+
+RunOutcome run_for_result(std::vector<std::string> argv, bool passthrough, double timeout_s, int ranks) {
+  RunOutcome outcome;
+  const fs::path json = build_dir() / fmt::format(".run-{}.jsonl", getpid());
+  fs::remove(json);
+  argv.push_back("--json");
+  argv.push_back(json.string());
+  argv = launch_command(ranks, argv);
+  ProcessOptions options;
+  options.capture = !passthrough;
+  options.timeout_s = timeout_s;
+  if (ranks > 1) options.env = mpi_environment();
+  const auto begin = std::chrono::steady_clock::now();
+  ProcessResult done = run_process(argv, options);
+  outcome.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  std::ifstream in(json);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    last = line;
+    nlohmann::json parsed = nlohmann::json::parse(line, nullptr, false);
+    if (parsed.is_object()) outcome.lines.push_back(std::move(parsed));
+  }
+  fs::remove(json);
+  if (done.exit_code == 0 && !last.empty()) {
+    outcome.result = nlohmann::json::parse(last, nullptr, false);
+    outcome.ok = outcome.result.is_object() && outcome.result.value("type", "") == "result";
+  }
+  if (!outcome.ok) {
+    std::string complaint;
+    for (const char* marker : {"not done yet: ", "error: ", "internal error: "}) {
+      const size_t at = done.output.find(marker);  // the first complaint the program printed
+      if (at != std::string::npos) {
+        complaint = done.output.substr(at, done.output.find('\n', at) - at);
+        break;
+      }
+    }
+    if (complaint.empty()) complaint = done.timed_out ? "time limit reached" : fmt::format("exit status {}", done.exit_code);
+    outcome.error = complaint;
+  }
+  return outcome;
+}
+
+
 int bench_part(const Chapter& chapter, const nlohmann::json& part, std::optional<int> ranks_flag,
                std::optional<int> repeats_flag, std::optional<std::ofstream>& json,
                const std::vector<std::string>& extra_args);
@@ -515,86 +507,6 @@ int bench_part(const Chapter& chapter, const nlohmann::json& part, std::optional
   const std::string note = part.value("note", "");
   if (!note.empty()) fmt::print("\n{}\n", note);
   return reference_rate > 0 ? 0 : 1;  // without the reference there is nothing to compare with
-}
-
-int cmd_tour(bool full, const std::optional<std::string>& json_file, const std::optional<std::string>& csv_file) {
-  const auto chapters = load_chapters();
-  std::vector<std::string> targets;
-  for (const Chapter& c : chapters)
-    for (const auto& entry : c.tour) targets.push_back(entry.value("program", c.program) + "_solution");
-  std::sort(targets.begin(), targets.end());
-  targets.erase(std::unique(targets.begin(), targets.end()), targets.end());
-  if (!build_targets(targets, /*quiet=*/false)) return 1;
-
-  const fs::path dir = build_dir() / "tour";
-  fs::create_directories(dir);
-  const fs::path json_path = json_file ? fs::path(*json_file) : dir / "tour.jsonl";
-  const fs::path csv_path = csv_file ? fs::path(*csv_file) : dir / "tour.csv";
-  std::ofstream json(json_path), csv(csv_path);
-  WB_CHECK(json.is_open(), "{}: cannot open for writing", json_path.string());
-  WB_CHECK(csv.is_open(), "{}: cannot open for writing", csv_path.string());
-  csv << "chapter,configuration,ranks,device,epochs,train_samples,test_accuracy,time_s,speedup,samples_per_s,"
-         "peak_mem_bytes\n";
-
-  struct Row {
-    std::string chapter, config;
-    RunOutcome outcome;
-  };
-  std::vector<Row> rows;
-  int total = 0;
-  for (const Chapter& c : chapters) total += static_cast<int>(c.tour.size());
-  int index = 0;
-  for (const Chapter& c : chapters) {
-    for (const auto& entry : c.tour) {
-      const std::string program = entry.value("program", c.program);
-      const int ranks = entry.value("ranks", 1);
-      std::vector<std::string> argv = {(build_dir() / "bin/solution" / program).string()};
-      for (const auto& a : entry.value(full ? "full_args" : "args", std::vector<std::string>{})) argv.push_back(a);
-      fmt::print("\n[{}/{}] {} {}: {}{}\n", ++index, total, c.id, entry.value("config", ""),
-                 ranks > 1 ? fmt::format("{} ranks, ", ranks) : "", fmt::join(argv.begin() + 1, argv.end(), " "));
-      std::fflush(stdout);
-      rows.push_back({c.id, entry.value("config", ""), run_for_result(argv, /*passthrough=*/true, 3600, ranks)});
-      if (!rows.back().outcome.ok) fmt::print("  failed: {}\n", rows.back().outcome.error);
-    }
-  }
-
-  double baseline_rate = 0.0;  // the single-device row's samples/s
-  for (const Row& r : rows)
-    if (r.chapter == "ch01" && r.outcome.ok) baseline_rate = r.outcome.result.value("samples_per_s", 0.0);
-
-  fmt::print("\nworkbook tour{}: reference solutions on this machine ({} cores, LibTorch {})\n\n",
-             full ? " --full" : "", std::thread::hardware_concurrency(), config::torch_version);
-  fmt::print("{:<7} {:<26} {:>9} {:>6} {:>8} {:>8} {:>8} {:>10} {:>13}\n", "chapter", "configuration", "ranks/dev",
-             "device", "test_acc", "time_s", "speedup", "samples/s", "peak_mem/rank");
-  int failures = 0;
-  for (const Row& r : rows) {
-    if (!r.outcome.ok) {
-      fmt::print("{:<7} {:<26} failed: {}\n", r.chapter, r.config, r.outcome.error);
-      ++failures;
-      continue;
-    }
-    const nlohmann::json& res = r.outcome.result;
-    const double rate = res.value("samples_per_s", 0.0);
-    const double time_s = res.value("epoch_s", 0.0) * res.value("epochs", 1);
-    const double speedup = baseline_rate > 0 ? rate / baseline_rate : 0.0;
-    // ranks/dev: processes, or for DataParallel (one process) its devices.
-    fmt::print("{:<7} {:<26} {:>9} {:>6} {:>8.4f} {:>8.1f} {:>7.2f}x {:>10.1f} {:>13}\n", r.chapter, r.config,
-               res.value("devices", res.value("ranks", 1)), res.value("device", "?"), res.value("test_accuracy", 0.0),
-               time_s, speedup, rate, format_mib(res.value("peak_mem_bytes", 0.0)));
-    nlohmann::json line = res;
-    line["type"] = "tour";
-    line["configuration"] = r.config;
-    line["time_s"] = time_s;
-    line["speedup"] = speedup;
-    json << line.dump() << "\n";
-    csv << fmt::format("{},{},{},{},{},{},{:.4f},{:.2f},{:.3f},{:.1f},{}\n", r.chapter, r.config, res.value("ranks", 1),
-                       res.value("device", "?"), res.value("epochs", 0), res.value("train_samples", 0),
-                       res.value("test_accuracy", 0.0), time_s, speedup, rate, res.value("peak_mem_bytes", 0));
-  }
-  fmt::print("\nresults: {} and {}\n", json_path.string(), csv_path.string());
-  fmt::print("\nStart the exercises: read chapters/01_single_device/README.md, then run `workbook check ch01`.\n"
-             "`workbook list` shows every exercise; `workbook hint exN.M` helps when you are stuck.\n");
-  return failures == 0 ? 0 : 1;
 }
 
 int cmd_info() {

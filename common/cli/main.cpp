@@ -42,7 +42,9 @@ int main(int argc, char** argv) {
   static std::string run_chapter;
   static bool run_solution = false;
   static int run_ranks = 1;
+  static std::optional<std::string> run_program;  // unset: the chapter's own
   run->add_option("chapter", run_chapter, "chNN")->required();
+  run->add_option("--program", run_program, "another of the chapter's programs, e.g. ch04_train");
   run->add_flag("--solution", run_solution, "run the reference solution instead of your code");
   run->add_option("--ranks", run_ranks, "processes (started with mpirun when more than 1)")->check(CLI::PositiveNumber);
   // The program's arguments: those this command does not know
@@ -52,7 +54,7 @@ int main(int argc, char** argv) {
   run->callback([&] {
     std::vector<std::string> args = run->remaining();
     args.insert(args.end(), after_double_dash.begin(), after_double_dash.end());
-    status = cmd_run(run_chapter, run_solution, run_ranks, args);
+    status = cmd_run(run_chapter, run_program, run_solution, run_ranks, args);
   });
 
   auto* bench = app.add_subcommand("bench", "your code and the reference side by side, in one run, with ratios");
@@ -76,6 +78,14 @@ int main(int argc, char** argv) {
   tour->add_option("--json", tour_json, "JSON lines file (default build/<preset>/tour/tour.jsonl)");
   tour->add_option("--csv", tour_csv, "CSV file (default build/<preset>/tour/tour.csv)");
   tour->callback([&] { status = cmd_tour(tour_full, tour_json, tour_csv); });
+
+  auto* report = app.add_subcommand("report", "PNG plots of result files: workbook report [FILE...] [--out DIR]");
+  static std::vector<std::string> report_files;
+  static std::optional<std::string> report_out;
+  report->add_option("files", report_files, "tour.jsonl or `workbook bench --json` files (default: the last tour's)")
+      ->check(CLI::ExistingFile);
+  report->add_option("--out", report_out, "folder for the PNGs (default build/<preset>/report)");
+  report->callback([&] { status = cmd_report(report_files, report_out); });
 
   app.add_subcommand("info", "this build and this machine: LibTorch, CUDA, NCCL, MPI, cores, data")->callback([&] {
     status = cmd_info();

@@ -1,0 +1,300 @@
+// commands_report.cpp — `workbook report FILE... --out DIR`: PNG plots of
+// result files (`workbook tour`'s tour.jsonl, `workbook bench chNN --json`),
+// drawn by gnuplot (Debian's gnuplot-nox 5.4, its pngcairo terminal).
+//
+//   speedup.png   speedup against the number of ranks or devices, with the linear ideal
+//   busbw.png     all-reduce bus bandwidth against the message size: the rings, the library, memcpy
+//   accuracy.png  test accuracy per epoch of the large-batch configurations (ch06), ch03 beside them
+//   loss.png      training loss per epoch of every configuration
+//
+// Each plot's data (NAME.dat) and script (NAME.gp) are left beside it in DIR:
+// `gnuplot DIR/NAME.gp` draws it again after an edit.
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <functional>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "cli.hpp"
+#include "commands.hpp"
+#include "workbook/errors.hpp"
+
+namespace workbook::cli {
+namespace {
+
+struct Series {
+  std::string title;
+  std::string style;  // gnuplot's "with ..." part
+  std::vector<std::pair<double, double>> points;
+};
+
+struct Plot {
+  std::string name, title, xlabel, ylabel;
+  std::vector<std::string> settings;  // more `set` lines (scales, key, formats)
+  std::string extra_plot;             // drawn first, e.g. the linear ideal
+  std::vector<Series> series;
+};
+
+// gnuplot's single-quoted strings: a quote is written twice.
+std::string quoted(const std::string& text) {
+  std::string out = "'";
+  for (const char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+// A title of two lines: a double-quoted string, where gnuplot reads \n.
+std::string two_lines(const std::string& first, const std::string& second) {
+  std::string out = "\"";
+  for (const char c : first + "\n" + second) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c == '\n' ? std::string("\\n") : std::string(1, c);
+  }
+  return out + "\"";
+}
+
+// The lines of every file, each tagged with the file it came from.
+struct Line {
+  nlohmann::json value;
+  std::string source;  // the file's stem; shown in legends when several files are plotted
+};
+
+std::vector<Line> read_lines(const std::vector<std::string>& files) {
+  std::vector<Line> lines;
+  for (const std::string& file : files) {
+    std::ifstream in(file);
+    WB_CHECK(in.is_open(), "{}: cannot open (a file that `workbook tour` or `workbook bench chNN --json FILE` wrote)",
+             file);
+    std::string text;
+    for (int number = 1; std::getline(in, text); ++number) {
+      if (text.empty()) continue;
+      nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
+      WB_CHECK(value.is_object(), "{}:{}: not a JSON object: these files hold one JSON object per line", file,
+               number);
+      lines.push_back({std::move(value), fs::path(file).stem().string()});
+    }
+  }
+  return lines;
+}
+
+// The text after a series' title naming its file, when several files are plotted.
+std::string from(const Line& line, bool several_files) { return several_files ? " [" + line.source + "]" : ""; }
+
+Plot speedup_plot(const std::vector<Line>& lines, bool several_files, int& max_ranks) {
+  Plot plot{"speedup", "Speedup over one device (samples/s against the single-device run)",
+            "ranks or devices", "speedup (x)", {}, "", {}};
+  // The tour: one point per configuration, against ch01's single device.
+  for (const Line& line : lines) {
+    const nlohmann::json& v = line.value;
+    if (v.value("type", "") != "tour" || v.value("speedup", 0.0) <= 0) continue;
+    const int devices = v.value("devices", v.value("ranks", 1));
+    std::string title = fmt::format("{} {}", v.value("chapter", "?"), v.value("configuration", ""));
+    if (v.contains("note")) title += " (a larger batch)";
+    plot.series.push_back({title + from(line, several_files), "points pointsize 1.6", {{devices, v["speedup"]}}});
+    max_ranks = std::max(max_ranks, devices);
+  }
+  // `workbook bench` scaling parts: samples/s at each rank count over the same
+  // implementation's at one rank, a line per implementation.
+  std::map<std::string, std::map<int, double>> rates;  // series -> ranks -> samples/s
+  for (const Line& line : lines) {
+    const nlohmann::json& v = line.value;
+    if (v.value("type", "") != "bench" || !v.contains("config") || v.value("samples_per_s", 0.0) <= 0) continue;
+    const std::string key = fmt::format("{} {} (bench){}", v.value("chapter", "?"), v.value("impl", "?"),
+                                        from(line, several_files));
+    rates[key][v.value("ranks", 1)] = v.value("samples_per_s", 0.0);
+  }
+  for (const auto& [title, by_ranks] : rates) {
+    const auto one = by_ranks.find(1);
+    if (one == by_ranks.end() || by_ranks.size() < 2) continue;
+    Series s{title, "linespoints pointsize 1.4 linewidth 2", {}};
+    for (const auto& [ranks, rate] : by_ranks) {
+      s.points.push_back({ranks, rate / one->second});
+      max_ranks = std::max(max_ranks, ranks);
+    }
+    plot.series.push_back(s);
+  }
+  // Note: several configurations share a rank count (the tour's 2-rank rows):
+  // each is shifted sideways by a little, so that none hides another.
+  const size_t n = plot.series.size();
+  for (size_t i = 0; i < n; ++i)
+    if (plot.series[i].points.size() == 1)
+      plot.series[i].points[0].first += 0.06 * (static_cast<double>(i) - static_cast<double>(n - 1) / 2);
+  plot.settings = {fmt::format("set xrange [0.5:{}]", max_ranks + 0.5), "set xtics 1", "set yrange [0:*]",
+                   "set key top left box opaque"};
+  plot.extra_plot = "x title 'linear ideal (speedup = ranks)' with lines dashtype 2 linecolor 'gray40' linewidth 2";
+  return plot;
+}
+
+Plot busbw_plot(const std::vector<Line>& lines, bool several_files) {
+  Plot plot{"busbw", "All-reduce bus bandwidth (sum, float32, in place)", "message size (bytes)",
+            "busbw (GB/s) = algbw x 2(n-1)/n", {}, "", {}};
+  const std::map<std::string, std::string> names = {{"reference-ring", "reference ring (solutions/)"},
+                                                    {"student-ring", "your ring (chapters/)"},
+                                                    {"mpi", "library: MPI_Allreduce"},
+                                                    {"nccl", "library: NCCL"},
+                                                    {"memcpy", "memcpy of the buffer (the memory's bound)"}};
+  std::map<std::string, Series> by_impl;
+  std::vector<std::string> order;
+  for (const Line& line : lines) {
+    const nlohmann::json& v = line.value;
+    if (v.value("type", "") != "bench_bandwidth") continue;
+    const std::string impl = v.value("impl", "?");
+    const auto name = names.find(impl);
+    const std::string key = fmt::format("{} ranks, {}{}", v.value("ranks", 0) > 0 ? std::to_string(v.value("ranks", 0)) : "?",
+                                        name != names.end() ? name->second : impl, from(line, several_files));
+    if (!by_impl.count(key)) {
+      order.push_back(key);
+      by_impl[key] = {key, impl == "memcpy" ? "linespoints dashtype 3 linewidth 2 pointsize 1"
+                                            : "linespoints linewidth 2 pointsize 1.2", {}};
+    }
+    by_impl[key].points.push_back({v.value("size", 0.0), v.value("busbw", 0.0)});
+  }
+  for (const std::string& key : order) {
+    Series s = by_impl[key];
+    std::sort(s.points.begin(), s.points.end());
+    plot.series.push_back(s);
+  }
+  plot.settings = {"set logscale x 2", "set format x '%.0b %BB'", "set xtics 4", "set yrange [0:*]",
+                   "set key top left box opaque"};
+  return plot;
+}
+
+// Per-epoch curves of the tour's configurations: `metric` of the tour_epoch
+// lines of the chapters accepted by `keep`.
+Plot epoch_plot(const std::vector<Line>& lines, bool several_files, const std::string& name, const std::string& title,
+                const std::string& ylabel, const std::string& metric, const std::function<bool(const std::string&)>& keep) {
+  Plot plot{name, title, "epoch", ylabel, {}, "", {}};
+  std::map<std::string, Series> by_config;
+  std::vector<std::string> order;
+  for (const Line& line : lines) {
+    const nlohmann::json& v = line.value;
+    if (v.value("type", "") != "tour_epoch" || !keep(v.value("chapter", "")) || !v.contains(metric) ||
+        !v[metric].is_number())
+      continue;  // a diverged run's loss is null: its curve stops there
+    const std::string key =
+        fmt::format("{} {}{}", v.value("chapter", "?"), v.value("configuration", ""), from(line, several_files));
+    if (!by_config.count(key)) {
+      order.push_back(key);
+      by_config[key] = {key, "linespoints linewidth 2 pointsize 1.2", {}};
+    }
+    by_config[key].points.push_back({v.value("epoch", 0.0), v[metric].get<double>()});
+  }
+  for (const std::string& key : order) plot.series.push_back(by_config[key]);
+  plot.settings = {"set xtics 1", "set key outside right top box"};
+  return plot;
+}
+
+// Writes NAME.dat and NAME.gp into `out` and runs gnuplot; returns the PNG's path.
+fs::path draw(const Plot& plot, const fs::path& out, const std::string& subtitle) {
+  const fs::path data = out / (plot.name + ".dat"), script = out / (plot.name + ".gp"),
+                 png = out / (plot.name + ".png");
+  {
+    std::ofstream dat(data);
+    WB_CHECK(dat.is_open(), "{}: cannot open for writing", data.string());
+    for (size_t i = 0; i < plot.series.size(); ++i) {
+      dat << "# " << plot.series[i].title << "\n";
+      for (const auto& [x, y] : plot.series[i].points) dat << fmt::format("{:.9g} {:.9g}\n", x, y);
+      dat << "\n\n";  // gnuplot: the next index
+    }
+  }
+  std::ofstream gp(script);
+  WB_CHECK(gp.is_open(), "{}: cannot open for writing", script.string());
+  gp << "# " << plot.name << ".gp: written by `workbook report`; run `gnuplot " << script.string()
+     << "` to draw it again.\n";
+  gp << "set terminal pngcairo size 1100,650 noenhanced font 'Sans,11'\n";
+  gp << "set output " << quoted(png.string()) << "\n";
+  gp << "set title " << two_lines(plot.title, subtitle) << "\n";
+  gp << "set xlabel " << quoted(plot.xlabel) << "\nset ylabel " << quoted(plot.ylabel) << "\n";
+  gp << "set grid\n";
+  for (const std::string& s : plot.settings) gp << s << "\n";
+  std::vector<std::string> parts;
+  if (!plot.extra_plot.empty()) parts.push_back(plot.extra_plot);
+  for (size_t i = 0; i < plot.series.size(); ++i)
+    parts.push_back(fmt::format("{} index {} using 1:2 title {} with {}", quoted(data.string()), i,
+                                quoted(plot.series[i].title), plot.series[i].style));
+  gp << "plot " << fmt::format("{}", fmt::join(parts, ", \\\n     ")) << "\n";
+  gp.close();
+
+  fs::remove(png);
+  ProcessOptions options;
+  options.capture = true;
+  options.timeout_s = 60;
+  const ProcessResult done = run_process({"gnuplot", script.string()}, options);
+  WB_ASSERT(done.exit_code == 0, "gnuplot {} failed (exit status {}):\n{}", script.string(), done.exit_code,
+            done.output);
+  std::ifstream in(png, std::ios::binary);
+  char signature[8] = {};
+  in.read(signature, 8);
+  WB_ASSERT(in && std::string(signature, 8) == "\x89PNG\r\n\x1a\n", "gnuplot wrote no PNG at {}", png.string());
+  return png;
+}
+
+bool on_path(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');)
+    if (!dir.empty() && access((fs::path(dir) / program).c_str(), X_OK) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+int cmd_report(const std::vector<std::string>& files_given, const std::optional<std::string>& out_dir) {
+  std::vector<std::string> files = files_given;
+  if (files.empty()) {
+    const fs::path tour = build_dir() / "tour" / "tour.jsonl";
+    WB_CHECK(fs::exists(tour), "no FILE given, and no {} yet: run `workbook tour` first, or name result files "
+                               "(`workbook bench chNN --json FILE` writes them)", tour.string());
+    files.push_back(tour.string());
+  }
+  WB_CHECK(on_path("gnuplot"), "gnuplot not found: `workbook report` draws with Debian's gnuplot-nox "
+                               "(./install-packages installs it)");
+  const std::vector<Line> lines = read_lines(files);
+  const bool several = files.size() > 1;
+  const fs::path out = out_dir ? fs::path(*out_dir) : build_dir() / "report";
+  fs::create_directories(out);
+
+  // The subtitle: where the numbers come from.
+  std::string subtitle = fmt::format("from {}", fmt::join(files.begin(), files.end(), ", "));
+  for (const Line& line : lines)
+    if (line.value.value("type", "") == "tour_header") {
+      subtitle = fmt::format("workbook tour{}, {} cores, LibTorch {}, {}", line.value.value("full", false) ? " --full" : "",
+                             line.value.value("cores", 0), line.value.value("torch", "?"), line.value.value("date", "?"));
+      break;
+    }
+
+  int max_ranks = 1;
+  std::vector<Plot> plots = {
+      speedup_plot(lines, several, max_ranks),
+      busbw_plot(lines, several),
+      epoch_plot(lines, several, "accuracy", "Test accuracy per epoch: large global batches (ch06) beside DDP (ch03)",
+                 "test accuracy (fraction correct)", "test_accuracy",
+                 [](const std::string& chapter) { return chapter == "ch06" || chapter == "ch03"; }),
+      epoch_plot(lines, several, "loss", "Training loss per epoch, every configuration",
+                 "training loss (cross-entropy, mean over the epoch)", "train_loss",
+                 [](const std::string&) { return true; }),
+  };
+  const std::map<std::string, std::string> needs = {
+      {"speedup", "tour rows, or `workbook bench` scaling lines"},
+      {"busbw", "bench_bandwidth lines (the tour's ch04 row, or `workbook bench ch04 --json FILE`)"},
+      {"accuracy", "tour_epoch lines of ch06 (the tour)"},
+      {"loss", "tour_epoch lines (the tour)"}};
+  int drawn = 0;
+  for (const Plot& plot : plots) {
+    if (plot.series.empty()) {
+      fmt::print("{:<13} skipped: no {} in the files\n", plot.name + ".png", needs.at(plot.name));
+      continue;
+    }
+    const fs::path png = draw(plot, out, subtitle);
+    fmt::print("{:<13} {} series: {}\n", plot.name + ".png", plot.series.size(), png.string());
+    ++drawn;
+  }
+  WB_CHECK(drawn > 0, "nothing to plot in {}: no tour, tour_epoch, bench or bench_bandwidth lines",
+           fmt::join(files.begin(), files.end(), ", "));
+  return 0;
+}
+
+}  // namespace workbook::cli

@@ -1,0 +1,233 @@
+// commands_tour.cpp — `workbook tour`: every chapter's reference solution at a
+// reduced scale, one results table, and the files `workbook report` plots.
+//
+// Each chapter.json lists its tour configurations: {config, ranks, program,
+// args, full_args, note, bandwidth}. Every configuration is one run of the
+// program (under mpiexec when ranks > 1); "bandwidth" adds a run of a
+// collective benchmark (ch04_bench) whose busbw at the largest size becomes
+// the row's last column.
+//
+// Written as the runs finish, so an interrupted tour keeps what it measured:
+//   tour.jsonl  {"type": "tour_header"}, then per configuration its
+//               "tour_epoch" lines (loss and accuracy per epoch), its
+//               "bench_bandwidth" lines (busbw per size), and its "tour" row
+//   tour.csv    the rows of the table
+#include <fmt/format.h>
+
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <thread>
+
+#include "cli.hpp"
+#include "commands.hpp"
+#include "workbook/config.hpp"
+#include "workbook/errors.hpp"
+
+namespace workbook::cli {
+namespace {
+
+struct TourRow {
+  std::string chapter, config, note_mark;
+  RunOutcome outcome;
+  double time_s = 0.0, speedup = 0.0;
+  double busbw_ring = 0.0, busbw_library = 0.0;  // GB/s at the largest size, when measured
+  int64_t busbw_bytes = 0;
+  std::string library;  // "mpi" or "nccl"
+};
+
+std::string format_duration(double seconds) {
+  const int s = static_cast<int>(seconds + 0.5);
+  return fmt::format("{}:{:02d}", s / 60, s % 60);
+}
+
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (const char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+std::vector<std::string> entry_argv(const nlohmann::json& entry, const std::string& default_program, bool full) {
+  const std::string program = entry.value("program", default_program);
+  std::vector<std::string> argv = {(build_dir() / "bin/solution" / program).string()};
+  for (const auto& a : entry.value(full ? "full_args" : "args", std::vector<std::string>{})) argv.push_back(a);
+  return argv;
+}
+
+std::string shown_command(const std::vector<std::string>& argv) {
+  return fmt::format("{} {}", fs::path(argv[0]).filename().string(), fmt::join(argv.begin() + 1, argv.end(), " "));
+}
+
+}  // namespace
+
+int cmd_tour(bool full, const std::optional<std::string>& json_file, const std::optional<std::string>& csv_file) {
+  const auto chapters = load_chapters();
+  std::vector<std::string> targets;
+  int total = 0;
+  for (const Chapter& c : chapters)
+    for (const auto& entry : c.tour) {
+      targets.push_back(entry.value("program", c.program) + "_solution");
+      if (entry.contains("bandwidth")) targets.push_back(entry["bandwidth"].value("program", c.program) + "_solution");
+      ++total;
+    }
+  std::sort(targets.begin(), targets.end());
+  targets.erase(std::unique(targets.begin(), targets.end()), targets.end());
+  if (!build_targets(targets, /*quiet=*/false)) return 1;
+
+  const fs::path dir = build_dir() / "tour";
+  fs::create_directories(dir);
+  const fs::path json_path = json_file ? fs::path(*json_file) : dir / "tour.jsonl";
+  const fs::path csv_path = csv_file ? fs::path(*csv_file) : dir / "tour.csv";
+  std::ofstream json(json_path), csv(csv_path);
+  WB_CHECK(json.is_open(), "{}: cannot open for writing", json_path.string());
+  WB_CHECK(csv.is_open(), "{}: cannot open for writing", csv_path.string());
+  const unsigned cores = std::thread::hardware_concurrency();
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M", std::localtime(&now));
+  json << nlohmann::json({{"type", "tour_header"}, {"full", full}, {"cores", cores},
+                          {"torch", config::torch_version}, {"date", date}})
+              .dump()
+       << "\n";
+  csv << "chapter,configuration,ranks,device,epochs,train_samples,test_accuracy,time_s,speedup,samples_per_s,"
+         "peak_mem_bytes,busbw_ring_GBps,busbw_library_GBps,busbw_bytes\n";
+
+  std::vector<TourRow> rows;
+  std::vector<std::string> notes;  // footnotes, each once, marked *, **, ...
+  double baseline_rate = 0.0;     // the single-device row's samples/s
+  const auto tour_start = std::chrono::steady_clock::now();
+  int index = 0;
+  for (const Chapter& c : chapters) {
+    for (const auto& entry : c.tour) {
+      TourRow row;
+      row.chapter = c.id;
+      row.config = entry.value("config", "");
+      const int ranks = entry.value("ranks", 1);
+      const std::vector<std::string> argv = entry_argv(entry, c.program, full);
+      fmt::print("\n[{}/{}] {} {}{}: {}\n", ++index, total, c.id, row.config,
+                 ranks > 1 ? fmt::format(" ({} ranks)", ranks) : "", shown_command(argv));
+      std::fflush(stdout);
+      row.outcome = run_for_result(argv, /*passthrough=*/true, 3600, ranks);
+      if (!row.outcome.ok) fmt::print("  failed: {}\n", row.outcome.error);
+
+      const std::string note = entry.value("note", "");
+      if (!note.empty()) {
+        auto at = std::find(notes.begin(), notes.end(), note);
+        if (at == notes.end()) at = notes.insert(notes.end(), note);
+        row.note_mark = std::string(static_cast<size_t>(at - notes.begin()) + 1, '*');
+      }
+      if (row.outcome.ok) {
+        const nlohmann::json& res = row.outcome.result;
+        const double rate = res.value("samples_per_s", 0.0);
+        if (c.id == "ch01") baseline_rate = rate;
+        row.time_s = res.value("epoch_s", 0.0) * res.value("epochs", 1);
+        row.speedup = baseline_rate > 0 ? rate / baseline_rate : 0.0;
+        // The run's epochs, for the loss and accuracy curves.
+        for (const nlohmann::json& line : row.outcome.lines)
+          if (line.value("type", "") == "epoch")
+            json << nlohmann::json({{"type", "tour_epoch"}, {"chapter", c.id}, {"configuration", row.config},
+                                    {"ranks", ranks}, {"epoch", line.value("epoch", 0)},
+                                    {"train_loss", line.contains("train_loss") ? line["train_loss"] : nullptr},
+                                    {"test_accuracy", line.value("test_accuracy", 0.0)}})
+                        .dump()
+                 << "\n";
+      }
+      if (row.outcome.ok && entry.contains("bandwidth")) {
+        const std::vector<std::string> bw_argv = entry_argv(entry["bandwidth"], c.program, full);
+        fmt::print("\n[{}/{}] {} {}, all-reduce bandwidth: {}\n", index, total, c.id, row.config,
+                   shown_command(bw_argv));
+        std::fflush(stdout);
+        const RunOutcome bandwidth = run_for_result(bw_argv, /*passthrough=*/true, 1800, ranks);
+        if (!bandwidth.ok) fmt::print("  failed: {}\n", bandwidth.error);
+        for (const nlohmann::json& line : bandwidth.lines) {
+          if (line.value("type", "") != "row") continue;
+          std::string impl = line.value("impl", "self");
+          if (impl == "self") impl = "reference-ring";  // as `workbook bench ch04` names it
+          const int64_t size = line.value("size", int64_t{0});
+          json << nlohmann::json({{"type", "bench_bandwidth"}, {"chapter", c.id}, {"source", "tour"},
+                                  {"impl", impl}, {"ranks", line.value("ranks", ranks)}, {"size", size},
+                                  {"time_us", line.value("time_us", 0.0)}, {"algbw", line.value("algbw", 0.0)},
+                                  {"busbw", line.value("busbw", 0.0)}, {"wrong", line.value("wrong", 0)}})
+                      .dump()
+               << "\n";
+          if (size < row.busbw_bytes || impl == "memcpy") continue;
+          row.busbw_bytes = size;
+          if (impl == "reference-ring") {
+            row.busbw_ring = line.value("busbw", 0.0);
+          } else {
+            row.busbw_library = line.value("busbw", 0.0);
+            row.library = impl;
+          }
+        }
+      }
+      if (row.outcome.ok) {
+        const nlohmann::json& res = row.outcome.result;
+        nlohmann::json line = res;
+        line["type"] = "tour";
+        line["configuration"] = row.config;
+        line["devices"] = res.value("devices", res.value("ranks", 1));
+        line["time_s"] = row.time_s;
+        line["speedup"] = row.speedup;
+        if (!note.empty()) line["note"] = note;
+        if (row.busbw_bytes > 0)
+          line.update({{"busbw_ring", row.busbw_ring}, {"busbw_library", row.busbw_library},
+                       {"busbw_bytes", row.busbw_bytes}, {"library", row.library}});
+        json << line.dump() << "\n";
+        csv << fmt::format("{},{},{},{},{},{},{:.4f},{:.2f},{:.3f},{:.1f},{},{},{},{}\n", c.id,
+                           csv_field(row.config), line["devices"].get<int>(), res.value("device", "?"),
+                           res.value("epochs", 0), res.value("train_samples", 0), res.value("test_accuracy", 0.0),
+                           row.time_s, row.speedup, res.value("samples_per_s", 0.0),
+                           res.value("peak_mem_bytes", int64_t{0}),
+                           row.busbw_bytes > 0 ? fmt::format("{:.3f}", row.busbw_ring) : "",
+                           row.busbw_bytes > 0 ? fmt::format("{:.3f}", row.busbw_library) : "",
+                           row.busbw_bytes > 0 ? std::to_string(row.busbw_bytes) : "");
+      }
+      json.flush();
+      csv.flush();
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - tour_start).count();
+      fmt::print("[{}/{}] {} {}: {} in {:.0f} s; the tour so far {}\n", index, total, c.id, row.config,
+                 row.outcome.ok ? "done" : "failed", row.outcome.wall_s, format_duration(elapsed));
+      rows.push_back(std::move(row));
+    }
+  }
+
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - tour_start).count();
+  fmt::print("\nworkbook tour{}: the reference solutions on this machine ({} cores, LibTorch {}), {}, in {}\n\n",
+             full ? " --full" : "", cores, config::torch_version, date, format_duration(elapsed));
+  fmt::print("{:<7} {:<24} {:>9} {:>6} {:>8} {:>7} {:>8} {:>9} {:>13} {:>11}\n", "chapter", "configuration",
+             "ranks/dev", "device", "test_acc", "time_s", "speedup", "samples/s", "peak_mem/rank", "busbw ring/");
+  fmt::print("{:<7} {:<24} {:>9} {:>6} {:>8} {:>7} {:>8} {:>9} {:>13} {:>11}\n", "", "", "", "", "", "", "", "", "",
+             "lib (GB/s)");
+  int failures = 0;
+  std::string busbw_legend;
+  for (const TourRow& r : rows) {
+    if (!r.outcome.ok) {
+      fmt::print("{:<7} {:<24} failed: {}\n", r.chapter, r.config, r.outcome.error);
+      ++failures;
+      continue;
+    }
+    const nlohmann::json& res = r.outcome.result;
+    const std::string busbw =
+        r.busbw_bytes > 0 ? fmt::format("{:.2f}/{:.2f}", r.busbw_ring, r.busbw_library) : std::string("-");
+    if (r.busbw_bytes > 0)
+      busbw_legend = fmt::format("busbw: at {} MiB, {}'s reference ring / the library's all-reduce ({}), measured in "
+                                 "the same run; busbw = algbw x 2(n-1)/n, as nccl-tests defines it.",
+                                 r.busbw_bytes >> 20, r.chapter, r.library);
+    // ranks/dev: processes, or for DataParallel (one process) its devices.
+    fmt::print("{:<7} {:<24} {:>9} {:>6} {:>8.4f} {:>7.1f} {:>7} {:>9.1f} {:>13} {:>11}\n", r.chapter, r.config,
+               res.value("devices", res.value("ranks", 1)), res.value("device", "?"), res.value("test_accuracy", 0.0),
+               r.time_s, fmt::format("{:.2f}x{}", r.speedup, r.note_mark), res.value("samples_per_s", 0.0),
+               format_mib(res.value("peak_mem_bytes", 0.0)), busbw);
+  }
+  fmt::print("\nspeedup: samples/s over ch01's single device (time_s: the training time, evaluation excluded).\n");
+  for (size_t i = 0; i < notes.size(); ++i) fmt::print("{} {}\n", std::string(i + 1, '*'), notes[i]);
+  if (!busbw_legend.empty()) fmt::print("{}\n", busbw_legend);
+  fmt::print("\nresults: {} and {}\nplots:   workbook report {} --out {}\n", json_path.string(), csv_path.string(),
+             json_path.string(), (build_dir() / "report").string());
+  fmt::print("\nStart the exercises: read chapters/01_single_device/README.md, then run `workbook check ch01`.\n"
+             "`workbook list` shows every exercise; `workbook hint exN.M` helps when you are stuck.\n");
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace workbook::cli

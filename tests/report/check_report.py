@@ -1,0 +1,66 @@
+#!/usr/bin/python3
+"""check_report.py WORKBOOK FILE... -- runs `workbook report FILE... --out DIR`
+and checks every plot it promised: a valid PNG (signature, every chunk's CRC,
+IHDR, image data that inflates to exactly height rows of the declared width),
+drawn from the series the files hold (the .dat beside it)."""
+import struct
+import subprocess
+import sys
+import tempfile
+import zlib
+from pathlib import Path
+
+EXPECTED = {  # plot -> the least number of series the fixture's lines make
+    "speedup.png": 2,
+    "busbw.png": 2,
+    "accuracy.png": 2,
+    "loss.png": 3,
+}
+
+
+def check_png(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path.name}: not a PNG (signature {data[:8]!r})"
+    at, chunks, idat = 8, [], b""
+    while at < len(data):
+        (length,) = struct.unpack(">I", data[at:at + 4])
+        kind, body = data[at + 4:at + 8], data[at + 8:at + 8 + length]
+        (crc,) = struct.unpack(">I", data[at + 8 + length:at + 12 + length])
+        assert zlib.crc32(kind + body) == crc, f"{path.name}: chunk {kind!r} fails its CRC"
+        chunks.append(kind)
+        if kind == b"IDAT":
+            idat += body
+        at += 12 + length
+    assert chunks[0] == b"IHDR" and chunks[-1] == b"IEND", f"{path.name}: chunks {chunks[:3]}...{chunks[-1:]}"
+    width, height, depth, colour = struct.unpack(">IIBB", data[16:26])
+    channels = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}[colour]
+    raw = zlib.decompress(idat)
+    row = 1 + (width * channels * depth + 7) // 8  # a filter byte, then the pixels
+    assert len(raw) == row * height, f"{path.name}: {len(raw)} bytes of pixels, expected {row * height}"
+    assert len(set(raw[1:row * height:97])) > 2, f"{path.name}: the image is blank"
+    return width, height
+
+
+def main() -> int:
+    workbook, files = sys.argv[1], sys.argv[2:]
+    with tempfile.TemporaryDirectory() as out:
+        done = subprocess.run([workbook, "report", *files, "--out", out], capture_output=True, text=True, timeout=120)
+        print(done.stdout, done.stderr, sep="")
+        assert done.returncode == 0, f"workbook report exited {done.returncode}"
+        for name, least in EXPECTED.items():
+            png = Path(out) / name
+            assert png.exists(), f"{name} was not drawn"
+            width, height = check_png(png)
+            dat = (Path(out) / name).with_suffix(".dat").read_text()
+            series = dat.count("\n# ") + dat.startswith("# ")
+            assert series >= least, f"{name}: {series} series, expected at least {least}"
+            print(f"{name}: a valid {width}x{height} PNG, {series} series")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except AssertionError as e:
+        print(f"check_report: {e}", file=sys.stderr)
+        sys.exit(1)
