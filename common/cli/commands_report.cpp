@@ -3,7 +3,7 @@
 // drawn by gnuplot (Debian's gnuplot-nox 5.4, its pngcairo terminal).
 //
 //   speedup.png   speedup against the number of ranks or devices, with the linear ideal
-//   busbw.png     all-reduce bus bandwidth against the message size: the rings, the library, memcpy
+//   busbw.png     all-reduce bus bandwidth against the message size: the rings and the library
 //   accuracy.png  test accuracy per epoch of the large-batch configurations (ch06), ch03 beside them
 //   loss.png      training loss per epoch of every configuration
 //
@@ -17,6 +17,7 @@
 #include <functional>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "cli.hpp"
@@ -102,8 +103,8 @@ Plot speedup_plot(const std::vector<Line>& lines, bool several_files, int& max_r
   for (const Line& line : lines) {
     const nlohmann::json& v = line.value;
     if (v.value("type", "") != "bench" || !v.contains("config") || v.value("samples_per_s", 0.0) <= 0) continue;
-    const std::string key = fmt::format("{} {} (bench){}", v.value("chapter", "?"), v.value("impl", "?"),
-                                        from(line, several_files));
+    const std::string key = fmt::format("{} {}, bench: against its own 1-rank run{}", v.value("chapter", "?"),
+                                        v.value("impl", "?"), from(line, several_files));
     rates[key][v.value("ranks", 1)] = v.value("samples_per_s", 0.0);
   }
   for (const auto& [title, by_ranks] : rates) {
@@ -117,11 +118,14 @@ Plot speedup_plot(const std::vector<Line>& lines, bool several_files, int& max_r
     plot.series.push_back(s);
   }
   // Note: several configurations share a rank count (the tour's 2-rank rows):
-  // each is shifted sideways by a little, so that none hides another.
-  const size_t n = plot.series.size();
-  for (size_t i = 0; i < n; ++i)
-    if (plot.series[i].points.size() == 1)
-      plot.series[i].points[0].first += 0.06 * (static_cast<double>(i) - static_cast<double>(n - 1) / 2);
+  // the points at one count are spread sideways by a little, so that none
+  // hides another.
+  std::map<double, std::vector<Series*>> at_count;
+  for (Series& s : plot.series)
+    if (s.points.size() == 1) at_count[s.points[0].first].push_back(&s);
+  for (auto& [count, group] : at_count)
+    for (size_t i = 0; i < group.size(); ++i)
+      group[i]->points[0].first += 0.06 * (static_cast<double>(i) - static_cast<double>(group.size() - 1) / 2);
   plot.settings = {fmt::format("set xrange [0.5:{}]", max_ranks + 0.5), "set xtics 1", "set yrange [0:*]",
                    "set key top left box opaque"};
   plot.extra_plot = "x title 'linear ideal (speedup = ranks)' with lines dashtype 2 linecolor 'gray40' linewidth 2";
@@ -134,31 +138,47 @@ Plot busbw_plot(const std::vector<Line>& lines, bool several_files) {
   const std::map<std::string, std::string> names = {{"reference-ring", "reference ring (solutions/)"},
                                                     {"student-ring", "your ring (chapters/)"},
                                                     {"mpi", "library: MPI_Allreduce"},
-                                                    {"nccl", "library: NCCL"},
-                                                    {"memcpy", "memcpy of the buffer (the memory's bound)"}};
+                                                    {"nccl", "library: NCCL"}};
   std::map<std::string, Series> by_impl;
   std::vector<std::string> order;
+  std::set<double> sizes;
   for (const Line& line : lines) {
     const nlohmann::json& v = line.value;
-    if (v.value("type", "") != "bench_bandwidth") continue;
+    // memcpy (one copy of the buffer) is left out: up to ten times the
+    // all-reduces' busbw here, it would flatten the curves being compared.
+    if (v.value("type", "") != "bench_bandwidth" || v.value("impl", "") == "memcpy") continue;
     const std::string impl = v.value("impl", "?");
     const auto name = names.find(impl);
     const std::string key = fmt::format("{} ranks, {}{}", v.value("ranks", 0) > 0 ? std::to_string(v.value("ranks", 0)) : "?",
                                         name != names.end() ? name->second : impl, from(line, several_files));
     if (!by_impl.count(key)) {
       order.push_back(key);
-      by_impl[key] = {key, impl == "memcpy" ? "linespoints dashtype 3 linewidth 2 pointsize 1"
-                                            : "linespoints linewidth 2 pointsize 1.2", {}};
+      by_impl[key] = {key, "linespoints linewidth 2 pointsize 1.2", {}};
     }
     by_impl[key].points.push_back({v.value("size", 0.0), v.value("busbw", 0.0)});
+    sizes.insert(v.value("size", 0.0));
   }
   for (const std::string& key : order) {
     Series s = by_impl[key];
     std::sort(s.points.begin(), s.points.end());
     plot.series.push_back(s);
   }
-  plot.settings = {"set logscale x 2", "set format x '%.0b %BB'", "set xtics 4", "set yrange [0:*]",
-                   "set key top left box opaque"};
+  // A tic at every measured size, named in binary units (4 KiB .. 64 MiB).
+  std::vector<std::string> tics;
+  const size_t step = sizes.size() > 12 ? 2 : 1;
+  size_t i = 0;
+  for (const double size : sizes) {
+    if (i++ % step != 0) continue;
+    const auto bytes = static_cast<int64_t>(size);
+    const std::string name = bytes >= (int64_t{1} << 30) ? fmt::format("{} GiB", bytes >> 30)
+                             : bytes >= (int64_t{1} << 20) ? fmt::format("{} MiB", bytes >> 20)
+                             : bytes >= 1024 ? fmt::format("{} KiB", bytes >> 10)
+                                             : fmt::format("{} B", bytes);
+    tics.push_back(fmt::format("{} {}", quoted(name), bytes));
+  }
+  plot.settings = {"set logscale x 2", fmt::format("set xtics ({})", fmt::join(tics, ", ")),
+                   sizes.empty() ? "" : fmt::format("set xrange [{}:{}]", *sizes.begin() / 1.5, *sizes.rbegin() * 1.5),
+                   "set yrange [0:*]", "set key top left box opaque"};
   return plot;
 }
 
@@ -169,16 +189,26 @@ Plot epoch_plot(const std::vector<Line>& lines, bool several_files, const std::s
   Plot plot{name, title, "epoch", ylabel, {}, "", {}};
   std::map<std::string, Series> by_config;
   std::vector<std::string> order;
+  std::set<std::string> diverged;  // a diverged epoch's loss is null: its curve stops there
+  auto key_of = [&](const Line& line) {
+    return fmt::format("{} {}{}", line.value.value("chapter", "?"), line.value.value("configuration", ""),
+                       from(line, several_files));
+  };
+  for (const Line& line : lines)
+    if (line.value.value("type", "") == "tour_epoch" && line.value.contains("train_loss") &&
+        line.value["train_loss"].is_null())
+      diverged.insert(key_of(line));
   for (const Line& line : lines) {
     const nlohmann::json& v = line.value;
     if (v.value("type", "") != "tour_epoch" || !keep(v.value("chapter", "")) || !v.contains(metric) ||
         !v[metric].is_number())
-      continue;  // a diverged run's loss is null: its curve stops there
-    const std::string key =
-        fmt::format("{} {}{}", v.value("chapter", "?"), v.value("configuration", ""), from(line, several_files));
+      continue;
+    const std::string key = key_of(line);
     if (!by_config.count(key)) {
       order.push_back(key);
-      by_config[key] = {key, "linespoints linewidth 2 pointsize 1.2", {}};
+      const std::string title = fmt::format("{} {}{}{}", v.value("chapter", "?"), v.value("configuration", ""),
+                                            diverged.count(key) ? " (diverged)" : "", from(line, several_files));
+      by_config[key] = {title, "linespoints linewidth 2 pointsize 1.2", {}};
     }
     by_config[key].points.push_back({v.value("epoch", 0.0), v[metric].get<double>()});
   }
@@ -209,7 +239,8 @@ fs::path draw(const Plot& plot, const fs::path& out, const std::string& subtitle
   gp << "set title " << two_lines(plot.title, subtitle) << "\n";
   gp << "set xlabel " << quoted(plot.xlabel) << "\nset ylabel " << quoted(plot.ylabel) << "\n";
   gp << "set grid\n";
-  for (const std::string& s : plot.settings) gp << s << "\n";
+  for (const std::string& s : plot.settings)
+    if (!s.empty()) gp << s << "\n";
   std::vector<std::string> parts;
   if (!plot.extra_plot.empty()) parts.push_back(plot.extra_plot);
   for (size_t i = 0; i < plot.series.size(); ++i)

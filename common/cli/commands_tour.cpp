@@ -91,7 +91,7 @@ int cmd_tour(bool full, const std::optional<std::string>& json_file, const std::
               .dump()
        << "\n";
   csv << "chapter,configuration,ranks,device,epochs,train_samples,test_accuracy,time_s,speedup,samples_per_s,"
-         "peak_mem_bytes,busbw_ring_GBps,busbw_library_GBps,busbw_bytes\n";
+         "peak_mem_bytes,diverged,busbw_ring_GBps,busbw_library_GBps,busbw_bytes\n";
 
   std::vector<TourRow> rows;
   std::vector<std::string> notes;  // footnotes, each once, marked *, **, ...
@@ -121,7 +121,8 @@ int cmd_tour(bool full, const std::optional<std::string>& json_file, const std::
         const nlohmann::json& res = row.outcome.result;
         const double rate = res.value("samples_per_s", 0.0);
         if (c.id == "ch01") baseline_rate = rate;
-        row.time_s = res.value("epoch_s", 0.0) * res.value("epochs", 1);
+        // A diverged ch06 run stops early: its time is that of the epochs it trained.
+        row.time_s = res.value("epoch_s", 0.0) * res.value("epochs_trained", res.value("epochs", 1));
         row.speedup = baseline_rate > 0 ? rate / baseline_rate : 0.0;
         // The run's epochs, for the loss and accuracy curves.
         for (const nlohmann::json& line : row.outcome.lines)
@@ -174,11 +175,11 @@ int cmd_tour(bool full, const std::optional<std::string>& json_file, const std::
           line.update({{"busbw_ring", row.busbw_ring}, {"busbw_library", row.busbw_library},
                        {"busbw_bytes", row.busbw_bytes}, {"library", row.library}});
         json << line.dump() << "\n";
-        csv << fmt::format("{},{},{},{},{},{},{:.4f},{:.2f},{:.3f},{:.1f},{},{},{},{}\n", c.id,
+        csv << fmt::format("{},{},{},{},{},{},{:.4f},{:.2f},{:.3f},{:.1f},{},{},{},{},{}\n", c.id,
                            csv_field(row.config), line["devices"].get<int>(), res.value("device", "?"),
                            res.value("epochs", 0), res.value("train_samples", 0), res.value("test_accuracy", 0.0),
                            row.time_s, row.speedup, res.value("samples_per_s", 0.0),
-                           res.value("peak_mem_bytes", int64_t{0}),
+                           res.value("peak_mem_bytes", int64_t{0}), res.value("diverged", false),
                            row.busbw_bytes > 0 ? fmt::format("{:.3f}", row.busbw_ring) : "",
                            row.busbw_bytes > 0 ? fmt::format("{:.3f}", row.busbw_library) : "",
                            row.busbw_bytes > 0 ? std::to_string(row.busbw_bytes) : "");
@@ -215,8 +216,11 @@ int cmd_tour(bool full, const std::optional<std::string>& json_file, const std::
                                  "the same run; busbw = algbw x 2(n-1)/n, as nccl-tests defines it.",
                                  r.busbw_bytes >> 20, r.chapter, r.library);
     // ranks/dev: processes, or for DataParallel (one process) its devices.
-    fmt::print("{:<7} {:<24} {:>9} {:>6} {:>8.4f} {:>7.1f} {:>7} {:>9.1f} {:>13} {:>11}\n", r.chapter, r.config,
-               res.value("devices", res.value("ranks", 1)), res.value("device", "?"), res.value("test_accuracy", 0.0),
+    // A diverged run (ch06's warm-up at a large batch can) says so instead of its 0.1000.
+    const std::string accuracy = res.value("diverged", false) ? std::string("diverged")
+                                                              : fmt::format("{:.4f}", res.value("test_accuracy", 0.0));
+    fmt::print("{:<7} {:<24} {:>9} {:>6} {:>8} {:>7.1f} {:>7} {:>9.1f} {:>13} {:>11}\n", r.chapter, r.config,
+               res.value("devices", res.value("ranks", 1)), res.value("device", "?"), accuracy,
                r.time_s, fmt::format("{:.2f}x{}", r.speedup, r.note_mark), res.value("samples_per_s", 0.0),
                format_mib(res.value("peak_mem_bytes", 0.0)), busbw);
   }

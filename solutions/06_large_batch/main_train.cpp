@@ -361,6 +361,7 @@ int train(const workbook::LaunchEnv& env, int argc, char** argv) {
               {"ranks", ranks},
               {"threads", flags.threads},
               {"epochs", flags.epochs},
+              {"epochs_trained", o.epochs_done},  // fewer than epochs when it diverged
               {"batch", last.global_batch},
               {"method", last.method.name},
               {"train_samples", data.train.size()},
