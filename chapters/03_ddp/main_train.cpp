@@ -23,22 +23,12 @@
 #include "workbook/results.hpp"
 #include "workbook/timing.hpp"
 #include "workbook/train_flags.hpp"
+#include "workbook/weights_hash.hpp"
 
 namespace {
 
 constexpr int64_t kWarmupSteps = 5;  // untimed steps at the start of the first epoch trained
 constexpr int64_t kEvalBatch = 1000;
-
-// The SHA-256 of every parameter's and buffer's bytes, in order: equal hashes, identical models.
-std::string weights_sha256(torch::nn::Module& model) {
-  std::string bytes;
-  for (const auto& tensors : {model.parameters(), model.buffers()})
-    for (const torch::Tensor& t : tensors) {
-      const torch::Tensor c = t.detach().to(torch::kCPU).contiguous();
-      bytes.append(static_cast<const char*>(c.data_ptr()), static_cast<size_t>(c.numel() * c.element_size()));
-    }
-  return workbook::sha256_hex(bytes.data(), bytes.size());
-}
 
 int train(const workbook::LaunchEnv& env, int argc, char** argv) {
   CLI::App app{"Chapter 3: train FashionCNN with hand-written DDP (one process per rank)", "ch03_train"};
@@ -187,7 +177,7 @@ int train(const workbook::LaunchEnv& env, int argc, char** argv) {
 
   const int64_t peak = workbook::largest_peak_memory_bytes(*comm);  // what one rank needs
   const double samples_per_s = timed_seconds > 0 ? static_cast<double>(timed_samples) / timed_seconds : 0.0;
-  const std::string hash = weights_sha256(*model);
+  const std::string hash = workbook::weights_sha256(*model);
   json.write({{"type", "result"},
               {"chapter", "ch03"},
               {"config", "DDP"},

@@ -23,6 +23,7 @@
 #include "workbook/results.hpp"
 #include "workbook/timing.hpp"
 #include "workbook/train_flags.hpp"
+#include "workbook/weights_hash.hpp"
 
 namespace {
 
@@ -141,6 +142,7 @@ int train(const workbook::LaunchEnv& env, int argc, char** argv) {
   }
 
   const int64_t peak = workbook::largest_peak_memory_bytes(*comm);
+  const std::string hash = workbook::weights_sha256(*model);  // equal to ch03_train's at 2 ranks
   const double samples_per_s = timed_seconds > 0 ? static_cast<double>(timed_samples) / timed_seconds : 0.0;
   json.write({{"type", "result"},
               {"chapter", "ch04"},
@@ -159,10 +161,13 @@ int train(const workbook::LaunchEnv& env, int argc, char** argv) {
               {"test_loss", eval.mean_loss},
               {"samples_per_s", samples_per_s},
               {"epoch_s", epoch_seconds_sum / static_cast<double>(flags.epochs)},
-              {"peak_mem_bytes", peak}});
+              {"peak_mem_bytes", peak},
+              {"weights_sha256", hash}});
   if (leader)
-    fmt::print("result: test accuracy {:.4f} ({}/{}), {:.1f} samples/s over {} rank(s), peak memory per rank {}\n",
-               eval.accuracy(), eval.correct, eval.total, samples_per_s, ranks, workbook::format_bytes(peak));
+    fmt::print("result: test accuracy {:.4f} ({}/{}), {:.1f} samples/s over {} rank(s), peak memory per rank {}, "
+               "weights {}\n",
+               eval.accuracy(), eval.correct, eval.total, samples_per_s, ranks, workbook::format_bytes(peak),
+               hash.substr(0, 16));
   return 0;
 }
 

@@ -209,6 +209,7 @@ int bench_bandwidth(const Chapter& chapter, const nlohmann::json& part, const st
   struct Cell {
     std::vector<double> time_us, algbw, busbw, vs_library;
     int64_t wrong = 0;
+    int ranks = 0;
   };
   std::map<int64_t, std::map<std::string, Cell>> by_size;  // size -> impl -> samples
   std::vector<std::string> columns = {"student-ring", "reference-ring"};
@@ -228,6 +229,7 @@ int bench_bandwidth(const Chapter& chapter, const nlohmann::json& part, const st
         cell.busbw.push_back(line.value("busbw", 0.0));
         if (line.contains("vs_library")) cell.vs_library.push_back(line.value("vs_library", 0.0));
         cell.wrong = std::max(cell.wrong, line.value("wrong", int64_t{0}));
+        cell.ranks = line.value("ranks", 0);
       }
     }
   std::string top = fmt::format("{:>10} {:>10} {:>5}", "", "", "");
@@ -264,7 +266,8 @@ int bench_bandwidth(const Chapter& chapter, const nlohmann::json& part, const st
     fmt::print("{}\n", line);
     if (json)
       for (const auto& [name, cell] : cells) {
-        nlohmann::json row = {{"type", "bench_bandwidth"}, {"chapter", chapter.id}, {"impl", name}, {"size", size},
+        nlohmann::json row = {{"type", "bench_bandwidth"}, {"chapter", chapter.id}, {"impl", name},
+                              {"ranks", cell.ranks}, {"size", size},
                               {"time_us", median(cell.time_us)}, {"algbw", median(cell.algbw)},
                               {"busbw", median(cell.busbw)}, {"wrong", cell.wrong}};
         if (!cell.vs_library.empty()) row["vs_library"] = median(cell.vs_library);

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <functional>
 #include <fstream>
@@ -47,14 +48,10 @@ std::string quoted(const std::string& text) {
   return out + "'";
 }
 
-// A title of two lines: a double-quoted string, where gnuplot reads \n.
+// A title of two lines. gnuplot runs `...` found in double-quoted strings,
+// so the text stays in single-quoted pieces, joined by a "\n" of its own.
 std::string two_lines(const std::string& first, const std::string& second) {
-  std::string out = "\"";
-  for (const char c : first + "\n" + second) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c == '\n' ? std::string("\\n") : std::string(1, c);
-  }
-  return out + "\"";
+  return quoted(first) + ".\"\\n\"." + quoted(second);
 }
 
 // The lines of every file, each tagged with the file it came from.
@@ -90,7 +87,7 @@ Plot speedup_plot(const std::vector<Line>& lines, bool several_files, int& max_r
   // The tour: one point per configuration, against ch01's single device.
   for (const Line& line : lines) {
     const nlohmann::json& v = line.value;
-    if (v.value("type", "") != "tour" || v.value("speedup", 0.0) <= 0) continue;
+    if (v.value("type", "") != "tour" || !v.contains("speedup") || !v["speedup"].is_number()) continue;
     const int devices = v.value("devices", v.value("ranks", 1));
     std::string title = fmt::format("{} {}", v.value("chapter", "?"), v.value("configuration", ""));
     if (v.contains("note")) title += " (a larger batch)";
@@ -163,7 +160,7 @@ Plot busbw_plot(const std::vector<Line>& lines, bool several_files) {
     std::sort(s.points.begin(), s.points.end());
     plot.series.push_back(s);
   }
-  // A tic at every measured size, named in binary units (4 KiB .. 64 MiB).
+  // A tic at every measured size (every other one past 12), named in binary units.
   std::vector<std::string> tics;
   const size_t step = sizes.size() > 12 ? 2 : 1;
   size_t i = 0;
@@ -214,6 +211,19 @@ Plot epoch_plot(const std::vector<Line>& lines, bool several_files, const std::s
   }
   for (const std::string& key : order) plot.series.push_back(by_config[key]);
   plot.settings = {"set xtics 1", "set key outside right top box"};
+  // A run that diverged in its first epoch has no point to draw: say so on the plot.
+  std::vector<std::string> missing;
+  for (const std::string& key : diverged)
+    if (!by_config.count(key) && std::find(missing.begin(), missing.end(), key) == missing.end()) {
+      bool kept = false;
+      for (const Line& line : lines)
+        kept = kept || (line.value.value("type", "") == "tour_epoch" && key_of(line) == key &&
+                        keep(line.value.value("chapter", "")));
+      if (kept) missing.push_back(key);
+    }
+  if (!missing.empty())
+    plot.settings.push_back(fmt::format("set label 1 {} at graph 0.02, graph 0.04",
+                                        quoted(fmt::format("diverged, nothing to draw: {}", fmt::join(missing, "; ")))));
   return plot;
 }
 
@@ -254,12 +264,13 @@ fs::path draw(const Plot& plot, const fs::path& out, const std::string& subtitle
   options.capture = true;
   options.timeout_s = 60;
   const ProcessResult done = run_process({"gnuplot", script.string()}, options);
-  WB_ASSERT(done.exit_code == 0, "gnuplot {} failed (exit status {}):\n{}", script.string(), done.exit_code,
-            done.output);
+  WB_CHECK(done.exit_code == 0, "gnuplot {} failed (exit status {}):\n{}", script.string(), done.exit_code,
+           done.output);
   std::ifstream in(png, std::ios::binary);
   char signature[8] = {};
   in.read(signature, 8);
-  WB_ASSERT(in && std::string(signature, 8) == "\x89PNG\r\n\x1a\n", "gnuplot wrote no PNG at {}", png.string());
+  WB_CHECK(in && std::string(signature, 8) == "\x89PNG\r\n\x1a\n", "gnuplot wrote no PNG at {}:\n{}", png.string(),
+           done.output);
   return png;
 }
 
@@ -281,12 +292,10 @@ int cmd_report(const std::vector<std::string>& files_given, const std::optional<
                                "(`workbook bench chNN --json FILE` writes them)", tour.string());
     files.push_back(tour.string());
   }
-  WB_CHECK(on_path("gnuplot"), "gnuplot not found: `workbook report` draws with Debian's gnuplot-nox "
-                               "(./install-packages installs it)");
   const std::vector<Line> lines = read_lines(files);
   const bool several = files.size() > 1;
-  const fs::path out = out_dir ? fs::path(*out_dir) : build_dir() / "report";
-  fs::create_directories(out);
+  // Absolute: the scripts left in DIR draw again from anywhere.
+  const fs::path out = fs::absolute(out_dir ? fs::path(*out_dir) : build_dir() / "report");
 
   // The subtitle: where the numbers come from.
   std::string subtitle = fmt::format("from {}", fmt::join(files.begin(), files.end(), ", "));
@@ -318,6 +327,11 @@ int cmd_report(const std::vector<std::string>& files_given, const std::optional<
     if (plot.series.empty()) {
       fmt::print("{:<13} skipped: no {} in the files\n", plot.name + ".png", needs.at(plot.name));
       continue;
+    }
+    if (drawn == 0) {
+      WB_CHECK(on_path("gnuplot"), "gnuplot not found: `workbook report` draws with Debian's gnuplot-nox "
+                                   "(./install-packages installs it)");
+      fs::create_directories(out);
     }
     const fs::path png = draw(plot, out, subtitle);
     fmt::print("{:<13} {} series: {}\n", plot.name + ".png", plot.series.size(), png.string());

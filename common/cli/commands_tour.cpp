@@ -2,21 +2,26 @@
 // reduced scale, one results table, and the files `workbook report` plots.
 //
 // Each chapter.json lists its tour configurations: {config, ranks, program,
-// args, full_args, note, bandwidth}. Every configuration is one run of the
-// program (under mpiexec when ranks > 1); "bandwidth" adds a run of a
-// collective benchmark (ch04_bench) whose busbw at the largest size becomes
-// the row's last column.
+// args, full_args, note, bandwidth, speed_check_args}. Every configuration is
+// one run of the program (under mpiexec when ranks > 1); "bandwidth" adds a
+// run of a collective benchmark (ch04_bench) whose busbw at the largest size
+// becomes the row's last column; "speed_check_args" (ch01's) reruns the
+// baseline briefly at the end, to see whether the machine's speed held.
 //
 // Written as the runs finish, so an interrupted tour keeps what it measured:
 //   tour.jsonl  {"type": "tour_header"}, then per configuration its
 //               "tour_epoch" lines (loss and accuracy per epoch), its
 //               "bench_bandwidth" lines (busbw per size), and its "tour" row
+//               ("ok": false and "error" when it failed)
 //   tour.csv    the rows of the table
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "cli.hpp"
@@ -28,12 +33,13 @@ namespace workbook::cli {
 namespace {
 
 struct TourRow {
-  std::string chapter, config, note_mark;
+  std::string chapter, config, note_mark, error;  // error: empty when every run of the row worked
   RunOutcome outcome;
-  double time_s = 0.0, speedup = 0.0;
-  double busbw_ring = 0.0, busbw_library = 0.0;  // GB/s at the largest size, when measured
+  double time_s = 0.0;
+  std::optional<double> speedup;                  // none without a single-device baseline
+  double busbw_ring = 0.0, busbw_library = 0.0;   // GB/s at the largest size, when measured
   int64_t busbw_bytes = 0;
-  std::string library;  // "mpi" or "nccl"
+  std::string library;                            // "mpi" or "nccl"
 };
 
 std::string format_duration(double seconds) {
@@ -48,15 +54,97 @@ std::string csv_field(const std::string& text) {
   return quoted + "\"";
 }
 
-std::vector<std::string> entry_argv(const nlohmann::json& entry, const std::string& default_program, bool full) {
-  const std::string program = entry.value("program", default_program);
-  std::vector<std::string> argv = {(build_dir() / "bin/solution" / program).string()};
-  for (const auto& a : entry.value(full ? "full_args" : "args", std::vector<std::string>{})) argv.push_back(a);
+std::vector<std::string> program_argv(const nlohmann::json& entry, const std::string& default_program,
+                                      const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {(build_dir() / "bin/solution" / entry.value("program", default_program)).string()};
+  argv.insert(argv.end(), args.begin(), args.end());
   return argv;
+}
+
+std::vector<std::string> entry_argv(const nlohmann::json& entry, const std::string& default_program, bool full) {
+  return program_argv(entry, default_program, entry.value(full ? "full_args" : "args", std::vector<std::string>{}));
 }
 
 std::string shown_command(const std::vector<std::string>& argv) {
   return fmt::format("{} {}", fs::path(argv[0]).filename().string(), fmt::join(argv.begin() + 1, argv.end(), " "));
+}
+
+// Runs the row's bandwidth benchmark: its lines go to `json`, its busbw at the
+// largest size (ring and library, memcpy aside) into the row. A failed run
+// (ch04_bench fails when any sum is wrong) contributes no numbers.
+void measure_bandwidth(TourRow& row, const nlohmann::json& bandwidth, const std::string& default_program, bool full,
+                       int ranks, std::ofstream& json) {
+  const std::vector<std::string> argv = entry_argv(bandwidth, default_program, full);
+  fmt::print("\n{} {}, all-reduce bandwidth: {}\n", row.chapter, row.config, shown_command(argv));
+  std::fflush(stdout);
+  const RunOutcome outcome = run_for_result(argv, /*passthrough=*/true, 1800, ranks);
+  if (!outcome.ok) {
+    row.error = "bandwidth: " + outcome.error;
+    fmt::print("  failed: {}\n", outcome.error);
+    return;
+  }
+  for (const nlohmann::json& line : outcome.lines) {
+    if (line.value("type", "") != "row") continue;
+    std::string impl = line.value("impl", "self");
+    if (impl == "self") impl = "reference-ring";  // as `workbook bench ch04` names it
+    const int64_t size = line.value("size", int64_t{0});
+    json << nlohmann::json({{"type", "bench_bandwidth"}, {"chapter", row.chapter}, {"source", "tour"},
+                            {"impl", impl}, {"ranks", line.value("ranks", ranks)}, {"size", size},
+                            {"time_us", line.value("time_us", 0.0)}, {"algbw", line.value("algbw", 0.0)},
+                            {"busbw", line.value("busbw", 0.0)}, {"wrong", line.value("wrong", 0)}})
+                .dump()
+         << "\n";
+    if (size < row.busbw_bytes || impl == "memcpy") continue;
+    row.busbw_bytes = size;
+    if (impl == "reference-ring") {
+      row.busbw_ring = line.value("busbw", 0.0);
+    } else {
+      row.busbw_library = line.value("busbw", 0.0);
+      row.library = impl;
+    }
+  }
+}
+
+void write_row(const TourRow& row, const std::string& note, std::ofstream& json, std::ofstream& csv) {
+  const bool ok = row.error.empty();
+  const nlohmann::json& res = row.outcome.result;
+  nlohmann::json line = row.outcome.ok ? res : nlohmann::json::object();
+  line["type"] = "tour";
+  line["chapter"] = row.chapter;
+  line["configuration"] = row.config;
+  line["ok"] = ok;
+  if (!ok) line["error"] = row.error;
+  if (row.outcome.ok) {
+    line["devices"] = res.value("devices", res.value("ranks", 1));
+    line["time_s"] = row.time_s;
+    line["speedup"] = row.speedup ? nlohmann::json(*row.speedup) : nlohmann::json(nullptr);
+  }
+  if (!note.empty()) line["note"] = note;
+  if (row.busbw_bytes > 0)
+    line.update({{"busbw_ring", row.busbw_ring}, {"busbw_library", row.busbw_library},
+                 {"busbw_bytes", row.busbw_bytes}, {"library", row.library}});
+  json << line.dump() << "\n";
+
+  std::vector<std::string> fields = {row.chapter, csv_field(row.config)};
+  if (row.outcome.ok) {
+    fields.insert(fields.end(),
+                  {std::to_string(line["devices"].get<int>()), res.value("device", "?"),
+                   std::to_string(res.value("epochs", 0)),
+                   std::to_string(res.value("epochs_trained", res.value("epochs", 0))),
+                   std::to_string(res.value("train_samples", 0)), fmt::format("{:.4f}", res.value("test_accuracy", 0.0)),
+                   res.value("diverged", false) ? "true" : "false", fmt::format("{:.2f}", row.time_s),
+                   row.speedup ? fmt::format("{:.3f}", *row.speedup) : "", fmt::format("{:.1f}", res.value("samples_per_s", 0.0)),
+                   std::to_string(res.value("peak_mem_bytes", int64_t{0}))});
+  } else {
+    fields.resize(fields.size() + 11);
+  }
+  fields.push_back(row.busbw_bytes > 0 ? fmt::format("{:.3f}", row.busbw_ring) : "");
+  fields.push_back(row.busbw_bytes > 0 ? fmt::format("{:.3f}", row.busbw_library) : "");
+  fields.push_back(row.busbw_bytes > 0 ? std::to_string(row.busbw_bytes) : "");
+  fields.push_back(csv_field(row.error));
+  csv << fmt::format("{}\n", fmt::join(fields, ","));
+  json.flush();
+  csv.flush();
 }
 
 }  // namespace
@@ -90,12 +178,13 @@ int cmd_tour(bool full, const std::optional<std::string>& json_file, const std::
                           {"torch", config::torch_version}, {"date", date}})
               .dump()
        << "\n";
-  csv << "chapter,configuration,ranks,device,epochs,train_samples,test_accuracy,time_s,speedup,samples_per_s,"
-         "peak_mem_bytes,diverged,busbw_ring_GBps,busbw_library_GBps,busbw_bytes\n";
+  csv << "chapter,configuration,ranks_or_devices,device,epochs,epochs_trained,train_samples,test_accuracy,diverged,"
+         "time_s,speedup,samples_per_s,peak_mem_bytes,busbw_ring_GBps,busbw_library_GBps,busbw_bytes,error\n";
 
   std::vector<TourRow> rows;
-  std::vector<std::string> notes;  // footnotes, each once, marked *, **, ...
-  double baseline_rate = 0.0;     // the single-device row's samples/s
+  std::vector<std::string> notes;       // footnotes, each once, marked *, **, ...
+  std::optional<double> baseline_rate;  // the single-device row's samples/s
+  std::optional<std::vector<std::string>> speed_check;  // the baseline's brief rerun
   const auto tour_start = std::chrono::steady_clock::now();
   int index = 0;
   for (const Chapter& c : chapters) {
@@ -109,8 +198,10 @@ int cmd_tour(bool full, const std::optional<std::string>& json_file, const std::
                  ranks > 1 ? fmt::format(" ({} ranks)", ranks) : "", shown_command(argv));
       std::fflush(stdout);
       row.outcome = run_for_result(argv, /*passthrough=*/true, 3600, ranks);
-      if (!row.outcome.ok) fmt::print("  failed: {}\n", row.outcome.error);
-
+      if (!row.outcome.ok) {
+        row.error = row.outcome.error;
+        fmt::print("  failed: {}\n", row.outcome.error);
+      }
       const std::string note = entry.value("note", "");
       if (!note.empty()) {
         auto at = std::find(notes.begin(), notes.end(), note);
@@ -120,10 +211,14 @@ int cmd_tour(bool full, const std::optional<std::string>& json_file, const std::
       if (row.outcome.ok) {
         const nlohmann::json& res = row.outcome.result;
         const double rate = res.value("samples_per_s", 0.0);
-        if (c.id == "ch01") baseline_rate = rate;
+        if (c.id == "ch01" && rate > 0) {
+          baseline_rate = rate;
+          if (entry.contains("speed_check_args"))
+            speed_check = program_argv(entry, c.program, entry["speed_check_args"].get<std::vector<std::string>>());
+        }
         // A diverged ch06 run stops early: its time is that of the epochs it trained.
         row.time_s = res.value("epoch_s", 0.0) * res.value("epochs_trained", res.value("epochs", 1));
-        row.speedup = baseline_rate > 0 ? rate / baseline_rate : 0.0;
+        if (baseline_rate) row.speedup = rate / *baseline_rate;
         // The run's epochs, for the loss and accuracy curves.
         for (const nlohmann::json& line : row.outcome.lines)
           if (line.value("type", "") == "epoch")
@@ -133,100 +228,83 @@ int cmd_tour(bool full, const std::optional<std::string>& json_file, const std::
                                     {"test_accuracy", line.value("test_accuracy", 0.0)}})
                         .dump()
                  << "\n";
+        if (entry.contains("bandwidth")) measure_bandwidth(row, entry["bandwidth"], c.program, full, ranks, json);
       }
-      if (row.outcome.ok && entry.contains("bandwidth")) {
-        const std::vector<std::string> bw_argv = entry_argv(entry["bandwidth"], c.program, full);
-        fmt::print("\n[{}/{}] {} {}, all-reduce bandwidth: {}\n", index, total, c.id, row.config,
-                   shown_command(bw_argv));
-        std::fflush(stdout);
-        const RunOutcome bandwidth = run_for_result(bw_argv, /*passthrough=*/true, 1800, ranks);
-        if (!bandwidth.ok) fmt::print("  failed: {}\n", bandwidth.error);
-        for (const nlohmann::json& line : bandwidth.lines) {
-          if (line.value("type", "") != "row") continue;
-          std::string impl = line.value("impl", "self");
-          if (impl == "self") impl = "reference-ring";  // as `workbook bench ch04` names it
-          const int64_t size = line.value("size", int64_t{0});
-          json << nlohmann::json({{"type", "bench_bandwidth"}, {"chapter", c.id}, {"source", "tour"},
-                                  {"impl", impl}, {"ranks", line.value("ranks", ranks)}, {"size", size},
-                                  {"time_us", line.value("time_us", 0.0)}, {"algbw", line.value("algbw", 0.0)},
-                                  {"busbw", line.value("busbw", 0.0)}, {"wrong", line.value("wrong", 0)}})
-                      .dump()
-               << "\n";
-          if (size < row.busbw_bytes || impl == "memcpy") continue;
-          row.busbw_bytes = size;
-          if (impl == "reference-ring") {
-            row.busbw_ring = line.value("busbw", 0.0);
-          } else {
-            row.busbw_library = line.value("busbw", 0.0);
-            row.library = impl;
-          }
-        }
-      }
-      if (row.outcome.ok) {
-        const nlohmann::json& res = row.outcome.result;
-        nlohmann::json line = res;
-        line["type"] = "tour";
-        line["configuration"] = row.config;
-        line["devices"] = res.value("devices", res.value("ranks", 1));
-        line["time_s"] = row.time_s;
-        line["speedup"] = row.speedup;
-        if (!note.empty()) line["note"] = note;
-        if (row.busbw_bytes > 0)
-          line.update({{"busbw_ring", row.busbw_ring}, {"busbw_library", row.busbw_library},
-                       {"busbw_bytes", row.busbw_bytes}, {"library", row.library}});
-        json << line.dump() << "\n";
-        csv << fmt::format("{},{},{},{},{},{},{:.4f},{:.2f},{:.3f},{:.1f},{},{},{},{},{}\n", c.id,
-                           csv_field(row.config), line["devices"].get<int>(), res.value("device", "?"),
-                           res.value("epochs", 0), res.value("train_samples", 0), res.value("test_accuracy", 0.0),
-                           row.time_s, row.speedup, res.value("samples_per_s", 0.0),
-                           res.value("peak_mem_bytes", int64_t{0}), res.value("diverged", false),
-                           row.busbw_bytes > 0 ? fmt::format("{:.3f}", row.busbw_ring) : "",
-                           row.busbw_bytes > 0 ? fmt::format("{:.3f}", row.busbw_library) : "",
-                           row.busbw_bytes > 0 ? std::to_string(row.busbw_bytes) : "");
-      }
-      json.flush();
-      csv.flush();
+      write_row(row, note, json, csv);
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - tour_start).count();
       fmt::print("[{}/{}] {} {}: {} in {:.0f} s; the tour so far {}\n", index, total, c.id, row.config,
-                 row.outcome.ok ? "done" : "failed", row.outcome.wall_s, format_duration(elapsed));
+                 row.error.empty() ? "done" : "failed", row.outcome.wall_s, format_duration(elapsed));
       rows.push_back(std::move(row));
+    }
+  }
+
+  // Note: [one run per row] Each row is a single run, and a 2-core machine's
+  // speed moves with whatever else runs on it: rows measured minutes apart
+  // compare only while the speed holds. The baseline runs again, briefly, at
+  // the end; when the two disagree the speedups are flagged, not trusted.
+  std::string speed_line;
+  if (speed_check && baseline_rate) {
+    fmt::print("\nch01 speed check: {}\n", shown_command(*speed_check));
+    std::fflush(stdout);
+    const RunOutcome check = run_for_result(*speed_check, /*passthrough=*/false, 600, 1);
+    const double again = check.ok ? check.result.value("samples_per_s", 0.0) : 0.0;
+    if (again > 0) {
+      const double change = again / *baseline_rate - 1.0;
+      speed_line = fmt::format("speed check: ch01 ran at {:.1f} samples/s at the start and {:.1f} at the end ({:+.0f}%).",
+                               *baseline_rate, again, 100.0 * change);
+      if (std::abs(change) > 0.15)
+        speed_line += "\nwarning: the machine's speed changed during the tour (something else was running?): the "
+                      "speedups are unreliable. Run it again on a quiet machine, or compare with `workbook bench "
+                      "chNN`, which interleaves what it compares.";
+      json << nlohmann::json({{"type", "tour_speed_check"}, {"samples_per_s_start", *baseline_rate},
+                              {"samples_per_s_end", again}, {"change", change}})
+                  .dump()
+           << "\n";
+    } else {
+      speed_line = "speed check: the rerun of ch01 failed: " + check.error;
     }
   }
 
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - tour_start).count();
   fmt::print("\nworkbook tour{}: the reference solutions on this machine ({} cores, LibTorch {}), {}, in {}\n\n",
              full ? " --full" : "", cores, config::torch_version, date, format_duration(elapsed));
-  fmt::print("{:<7} {:<24} {:>9} {:>6} {:>8} {:>7} {:>8} {:>9} {:>13} {:>11}\n", "chapter", "configuration",
-             "ranks/dev", "device", "test_acc", "time_s", "speedup", "samples/s", "peak_mem/rank", "busbw ring/");
-  fmt::print("{:<7} {:<24} {:>9} {:>6} {:>8} {:>7} {:>8} {:>9} {:>13} {:>11}\n", "", "", "", "", "", "", "", "", "",
-             "lib (GB/s)");
+  const char* layout = "{:<7} {:<24} {:>9} {:>6} {:>8} {:>7} {:>8} {:>9} {:>13} {:>11}\n";
+  fmt::print(fmt::runtime(layout), "chapter", "configuration", "ranks/dev", "device", "test_acc", "time_s", "speedup",
+             "samples/s", "peak_mem/rank", "busbw ring/");
+  fmt::print(fmt::runtime(layout), "", "", "", "", "", "", "", "", "", "lib (GB/s)");
   int failures = 0;
   std::string busbw_legend;
   for (const TourRow& r : rows) {
+    if (!r.error.empty()) ++failures;
     if (!r.outcome.ok) {
-      fmt::print("{:<7} {:<24} failed: {}\n", r.chapter, r.config, r.outcome.error);
-      ++failures;
+      fmt::print("{:<7} {:<24} failed: {}\n", r.chapter, r.config, r.error);
       continue;
     }
     const nlohmann::json& res = r.outcome.result;
-    const std::string busbw =
-        r.busbw_bytes > 0 ? fmt::format("{:.2f}/{:.2f}", r.busbw_ring, r.busbw_library) : std::string("-");
-    if (r.busbw_bytes > 0)
+    std::string busbw = "-";
+    if (r.busbw_bytes > 0) {
+      busbw = fmt::format("{:.2f}/{:.2f}", r.busbw_ring, r.busbw_library);
       busbw_legend = fmt::format("busbw: at {} MiB, {}'s reference ring / the library's all-reduce ({}), measured in "
                                  "the same run; busbw = algbw x 2(n-1)/n, as nccl-tests defines it.",
                                  r.busbw_bytes >> 20, r.chapter, r.library);
-    // ranks/dev: processes, or for DataParallel (one process) its devices.
+    } else if (!r.error.empty()) {
+      busbw = "failed";
+    }
     // A diverged run (ch06's warm-up at a large batch can) says so instead of its 0.1000.
     const std::string accuracy = res.value("diverged", false) ? std::string("diverged")
                                                               : fmt::format("{:.4f}", res.value("test_accuracy", 0.0));
-    fmt::print("{:<7} {:<24} {:>9} {:>6} {:>8} {:>7.1f} {:>7} {:>9.1f} {:>13} {:>11}\n", r.chapter, r.config,
-               res.value("devices", res.value("ranks", 1)), res.value("device", "?"), accuracy,
-               r.time_s, fmt::format("{:.2f}x{}", r.speedup, r.note_mark), res.value("samples_per_s", 0.0),
-               format_mib(res.value("peak_mem_bytes", 0.0)), busbw);
+    // ranks/dev: processes, or for DataParallel (one process) its devices.
+    fmt::print(fmt::runtime(layout), r.chapter, r.config, res.value("devices", res.value("ranks", 1)),
+               res.value("device", "?"), accuracy, fmt::format("{:.1f}", r.time_s),
+               r.speedup ? fmt::format("{:.2f}x{}", *r.speedup, r.note_mark) : std::string("-"),
+               fmt::format("{:.1f}", res.value("samples_per_s", 0.0)), format_mib(res.value("peak_mem_bytes", 0.0)),
+               busbw);
   }
-  fmt::print("\nspeedup: samples/s over ch01's single device (time_s: the training time, evaluation excluded).\n");
+  fmt::print("\nspeedup: samples/s over ch01's single device{} (time_s: the training time, evaluation excluded).\n",
+             baseline_rate ? "" : " (no speedups: the single-device run failed)");
   for (size_t i = 0; i < notes.size(); ++i) fmt::print("{} {}\n", std::string(i + 1, '*'), notes[i]);
   if (!busbw_legend.empty()) fmt::print("{}\n", busbw_legend);
+  if (!speed_line.empty()) fmt::print("{}\n", speed_line);
   fmt::print("\nresults: {} and {}\nplots:   workbook report {} --out {}\n", json_path.string(), csv_path.string(),
              json_path.string(), (build_dir() / "report").string());
   fmt::print("\nStart the exercises: read chapters/01_single_device/README.md, then run `workbook check ch01`.\n"

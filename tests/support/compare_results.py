@@ -2,8 +2,9 @@
 """compare_results.py KEY:TOLERANCE... -- COMMAND_A... -- COMMAND_B...
 
 Runs two programs, each with --json into a temporary file, and checks that
-their result lines agree on every KEY within its absolute TOLERANCE: two
-implementations of the same training (e.g. ch03_train and ch04_train, which
+their result lines agree on every KEY: within its absolute TOLERANCE, or
+equal when the tolerance is "exact" (e.g. weights_sha256:exact). Two
+implementations of the same training (ch03_train and ch04_train, which
 differ only in how gradients are summed) must train the same model."""
 import json
 import subprocess
@@ -26,6 +27,11 @@ def main() -> int:
     a, b = result_of(args[first + 1:second]), result_of(args[second + 1:])
     failed = 0
     for key, tolerance in checks:
+        if tolerance == "exact":
+            ok = a[key] == b[key]
+            failed += not ok
+            print(f"{key}: {a[key]} and {b[key]}: {'equal' if ok else 'DIFFERENT'}")
+            continue
         difference = abs(float(a[key]) - float(b[key]))
         ok = difference <= float(tolerance)
         failed += not ok
