@@ -1,6 +1,7 @@
-// commands_report.cpp — `workbook report FILE... --out DIR`: PNG plots of
-// result files (`workbook tour`'s tour.jsonl, `workbook bench chNN --json`),
-// drawn by gnuplot (Debian's gnuplot-nox 5.4, its pngcairo terminal).
+// commands_report.cpp — `workbook report FILE... --out DIR`: the tour's table
+// and PNG plots of result files (`workbook tour`'s tour.jsonl, `workbook
+// bench chNN --json`), drawn by gnuplot (Debian's gnuplot-nox 5.4, its
+// pngcairo terminal).
 //
 //   speedup.png   speedup against the number of ranks or devices, with the linear ideal
 //   busbw.png     all-reduce bus bandwidth against the message size: the rings and the library
@@ -282,6 +283,36 @@ bool on_path(const std::string& program) {
   return false;
 }
 
+// The tour rows of the files, one table: several files (two machines, two
+// days) line up row by row.
+void print_tour_table(const std::vector<Line>& lines, bool several_files) {
+  const char* layout = "{:<7} {:<24} {:>9} {:>8} {:>7} {:>8} {:>9}{}\n";
+  bool header = false;
+  for (const Line& line : lines) {
+    const nlohmann::json& v = line.value;
+    if (v.value("type", "") != "tour") continue;
+    if (!header) {
+      fmt::print(fmt::runtime(layout), "chapter", "configuration", "ranks/dev", "test_acc", "time_s", "speedup",
+                 "samples/s", several_files ? "  file" : "");
+      header = true;
+    }
+    const std::string file = several_files ? "  " + line.source : "";
+    if (!v.value("ok", true)) {
+      fmt::print("{:<7} {:<24} failed: {}{}\n", v.value("chapter", "?"), v.value("configuration", ""),
+                 v.value("error", "?"), file);
+      continue;
+    }
+    const bool has_speedup = v.contains("speedup") && v["speedup"].is_number();
+    fmt::print(fmt::runtime(layout), v.value("chapter", "?"), v.value("configuration", ""),
+               v.value("devices", v.value("ranks", 1)),
+               v.value("diverged", false) ? std::string("diverged") : fmt::format("{:.4f}", v.value("test_accuracy", 0.0)),
+               fmt::format("{:.1f}", v.value("time_s", 0.0)),
+               has_speedup ? fmt::format("{:.2f}x", v["speedup"].get<double>()) : std::string("-"),
+               fmt::format("{:.1f}", v.value("samples_per_s", 0.0)), file);
+  }
+  if (header) fmt::print("\n");
+}
+
 }  // namespace
 
 int cmd_report(const std::vector<std::string>& files_given, const std::optional<std::string>& out_dir) {
@@ -306,6 +337,7 @@ int cmd_report(const std::vector<std::string>& files_given, const std::optional<
       break;
     }
 
+  print_tour_table(lines, several);
   int max_ranks = 1;
   std::vector<Plot> plots = {
       speedup_plot(lines, several, max_ranks),
