@@ -12,7 +12,8 @@
 //   tour.jsonl  {"type": "tour_header"}, then per configuration its
 //               "tour_epoch" lines (loss and accuracy per epoch), its
 //               "bench_bandwidth" lines (busbw per size), and its "tour" row
-//               ("ok": false and "error" when it failed)
+//               ("ok": false and "error" when it failed); at the end a
+//               "tour_speed_check" line (ch01's speed at the start and end)
 //   tour.csv    the rows of the table
 #include <fmt/format.h>
 
@@ -95,6 +96,7 @@ void measure_bandwidth(TourRow& row, const nlohmann::json& bandwidth, const std:
                 .dump()
          << "\n";
     if (size < row.busbw_bytes || impl == "memcpy") continue;
+    if (size > row.busbw_bytes) row.busbw_ring = row.busbw_library = 0.0;  // both from one size
     row.busbw_bytes = size;
     if (impl == "reference-ring") {
       row.busbw_ring = line.value("busbw", 0.0);
