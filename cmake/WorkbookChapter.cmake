@@ -5,6 +5,9 @@
 #   .../main_<prog>.cpp          a program chNN_<prog>, in bin/solution/ and bin/student/
 #   tests/NN_name/*.cpp          test_chNN_solution and test_chNN_student
 #
+# What the two builds share (headers, program mains, tests) is compiled once;
+# only the exercise files are compiled for each (workbook_add_chapter).
+#
 # A new chapter is a new folder (and its chapter.json for the CLI): no CMake edits.
 
 # Registers a Catch2 binary with CTest, split by tag into the labels DESIGN.md
@@ -100,10 +103,74 @@ function(workbook_chapter_uses folder out)
   set(${out} "${libraries}" PARENT_SCOPE)
 endfunction()
 
+# True (in `out`) when the student's copy of a chapter shares its code with
+# the reference: every header and program main file in chapters/ equals the
+# one in solutions/. Only exercise files differ then, and the programs and the
+# tests can be compiled once for both. A learner who edits a header or a main
+# file changes that: CMake configures again (the files are watched) and
+# compiles the two copies apart.
+function(workbook_chapter_shares_code folder out)
+  set(same ON)
+  file(GLOB shared_files RELATIVE ${CMAKE_SOURCE_DIR}/solutions/${folder}
+       ${CMAKE_SOURCE_DIR}/solutions/${folder}/*.hpp ${CMAKE_SOURCE_DIR}/solutions/${folder}/main_*.cpp)
+  file(GLOB student_files RELATIVE ${CMAKE_SOURCE_DIR}/chapters/${folder}
+       ${CMAKE_SOURCE_DIR}/chapters/${folder}/*.hpp ${CMAKE_SOURCE_DIR}/chapters/${folder}/main_*.cpp)
+  if(NOT "${shared_files}" STREQUAL "${student_files}")
+    set(same OFF)
+  endif()
+  foreach(name IN LISTS student_files)
+    set(student_copy ${CMAKE_SOURCE_DIR}/chapters/${folder}/${name})
+    set_property(DIRECTORY ${CMAKE_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${student_copy})
+    if(same)
+      file(SHA256 ${student_copy} student_hash)
+      file(SHA256 ${CMAKE_SOURCE_DIR}/solutions/${folder}/${name} solution_hash)
+      if(NOT student_hash STREQUAL solution_hash)
+        set(same OFF)
+      endif()
+    endif()
+  endforeach()
+  set(${out} ${same} PARENT_SCOPE)
+endfunction()
+
+# Object files that both builds of a chapter link (`name` holds `sources`,
+# compiled once against the reference's headers).
+function(workbook_shared_objects name folder uses)
+  add_library(${name} OBJECT ${ARGN})
+  target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/solutions/${folder})
+  target_link_libraries(${name} PRIVATE workbook_common ${uses})
+endfunction()
+
+# Note: the student's build is left out of `all`. The README's first command
+# builds the reference, the tour and the CLI; a chapter's student targets are
+# built when the learner first checks or runs it (`workbook check` builds the
+# chapter's test binary, `workbook run` its program), and the target
+# `students` builds all of them (`workbook dev check` and CI do).
 function(workbook_add_chapter folder)
   string(SUBSTRING ${folder} 0 2 number)
   set(id ch${number})
   workbook_chapter_uses(${folder} uses)
+  workbook_chapter_list(${folder} test_ranks test_ranks)  # absent: a single-process chapter
+  workbook_chapter_shares_code(${folder} shares_code)
+  if(test_ranks)
+    set(test_main workbook_mpi_test_main)
+  else()
+    set(test_main workbook_test_main)
+  endif()
+  file(GLOB tests CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/${folder}/*.cpp)
+  file(GLOB shared_programs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/solutions/${folder}/main_*.cpp)
+  if(shares_code)
+    foreach(program_source IN LISTS shared_programs)
+      get_filename_component(stem ${program_source} NAME_WE)
+      workbook_shared_objects(${id}_${stem} ${folder} "${uses}" ${program_source})
+      workbook_use_pch(${id}_${stem})
+    endforeach()
+    if(tests)
+      workbook_shared_objects(test_${id}_objects ${folder} "${uses}" ${tests})
+      target_link_libraries(test_${id}_objects PRIVATE ${test_main})
+      workbook_use_test_pch(test_${id}_objects)
+    endif()
+  endif()
+
   foreach(flavor student solution)
     if(flavor STREQUAL "student")
       set(dir ${CMAKE_SOURCE_DIR}/chapters/${folder})
@@ -125,31 +192,40 @@ function(workbook_add_chapter folder)
     target_include_directories(${id}_${flavor} PUBLIC ${dir})
     target_link_libraries(${id}_${flavor} PUBLIC workbook_common ${uses})
     workbook_use_pch(${id}_${flavor})
+    set(targets ${id}_${flavor})
 
     foreach(program_source IN LISTS programs)
       get_filename_component(stem ${program_source} NAME_WE)
       string(REPLACE "main_" "${id}_" program ${stem})
-      add_executable(${program}_${flavor} ${program_source})
+      if(shares_code)
+        add_executable(${program}_${flavor} $<TARGET_OBJECTS:${id}_${stem}>)
+      else()
+        add_executable(${program}_${flavor} ${program_source})
+        workbook_use_pch(${program}_${flavor})
+      endif()
       target_link_libraries(${program}_${flavor} PRIVATE ${id}_${flavor})
       set_target_properties(${program}_${flavor} PROPERTIES
         OUTPUT_NAME ${program}
         RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin/${flavor})
-      workbook_use_pch(${program}_${flavor})
       add_dependencies(${id}_${flavor}_all ${program}_${flavor})
+      list(APPEND targets ${program}_${flavor})
     endforeach()
 
-    file(GLOB tests CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/${folder}/*.cpp)
     if(tests)
-      workbook_chapter_list(${folder} test_ranks test_ranks)  # absent: a single-process chapter
-      add_executable(test_${id}_${flavor} ${tests})
-      if(test_ranks)
-        target_link_libraries(test_${id}_${flavor} PRIVATE ${id}_${flavor} workbook_mpi_test_main)
+      if(shares_code)
+        add_executable(test_${id}_${flavor} $<TARGET_OBJECTS:test_${id}_objects>)
       else()
-        target_link_libraries(test_${id}_${flavor} PRIVATE ${id}_${flavor} workbook_test_main)
+        add_executable(test_${id}_${flavor} ${tests})
+        workbook_use_test_pch(test_${id}_${flavor})
       endif()
-      workbook_use_pch(test_${id}_${flavor})
+      target_link_libraries(test_${id}_${flavor} PRIVATE ${id}_${flavor} ${test_main})
       workbook_add_tests(test_${id}_${flavor} "${flavor};${id}" tests/${folder} RANKS ${test_ranks})
       add_dependencies(${id}_${flavor}_all test_${id}_${flavor})
+      list(APPEND targets test_${id}_${flavor})
+    endif()
+    if(flavor STREQUAL "student")
+      set_target_properties(${targets} PROPERTIES EXCLUDE_FROM_ALL ON)
+      add_dependencies(students ${id}_student_all)
     endif()
   endforeach()
 endfunction()

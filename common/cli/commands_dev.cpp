@@ -86,8 +86,8 @@ int cmd_dev_check() {
     if (!declared.count(exercise))
       problem(fmt::format("region {} in {} is not in any chapter.json", exercise, where.front()));
 
-  fmt::print("3. everything builds\n");
-  if (!build_targets({"all"}, /*quiet=*/true)) {
+  fmt::print("3. everything builds (the students' targets too)\n");
+  if (!build_targets({"all", "students"}, /*quiet=*/true)) {
     problem("the build failed");
     fmt::print("dev check: {} problem(s)\n", problems);
     return 1;

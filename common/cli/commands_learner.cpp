@@ -5,6 +5,7 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "skeleton.hpp"
 #include "workbook/errors.hpp"
 
 namespace workbook::cli {
@@ -13,15 +14,19 @@ namespace {
 // The student's tests for one chapter, built and run.
 struct ChapterCheck {
   bool built = false;
+  bool untouched = false;  // every file is still the generated skeleton: nothing was built or run
   TestRun run;
 };
 
 // The default filter leaves out the long runs; `workbook check` is the quick loop.
 constexpr const char* kQuickFilter = "~[.]~[slow]~[timing]~[gpu]";
 
+// Note: only the chapter's test binary is built, not its programs: the
+// verdicts need the tests alone, and each program is one more link against
+// LibTorch in the learner's loop. `workbook run` builds the program it runs.
 ChapterCheck check_chapter(const Chapter& chapter, const std::string& filter, bool quiet) {
   ChapterCheck result;
-  result.built = build_targets({chapter.id + "_student_all"}, quiet);
+  result.built = build_targets({"test_" + chapter.id + "_student"}, quiet);
   if (!result.built) return result;
   result.run = run_chapter_tests(chapter, "student", filter);
   if (!result.run.ran) {
@@ -47,7 +52,9 @@ const Exercise* print_states(const Chapter& chapter, const ChapterCheck& check, 
   const Exercise* first = nullptr;
   for (const Exercise& e : chapter.exercises) {
     std::string state = "does not compile";
-    if (check.built && check.run.ran) {
+    if (check.untouched) {
+      state = state_name(ExerciseState::NotStarted);
+    } else if (check.built && check.run.ran) {
       const ExerciseTally counts = tally(check.run, e.id);
       const ExerciseState s = counts.state();
       state = state_name(s);
@@ -61,7 +68,8 @@ const Exercise* print_states(const Chapter& chapter, const ChapterCheck& check, 
       state = "tests did not finish";
       ++unfinished;
       if (!first) first = &e;
-    } else {
+    }
+    if (!check.built) {  // untouched, or it does not compile
       ++unfinished;
       if (!first) first = &e;
     }
@@ -85,13 +93,28 @@ const Exercise* print_states(const Chapter& chapter, const ChapterCheck& check, 
   return first;
 }
 
+// True when every file of the chapter in chapters/ is still exactly its
+// generated skeleton. Its exercises are then not started: `workbook dev check`
+// proves that every test fails on an untouched skeleton with NotImplemented.
+bool chapter_untouched(const Chapter& chapter, const std::vector<skeleton::FileStatus>& files) {
+  const fs::path folder = source_dir() / "chapters" / chapter.folder;
+  for (const skeleton::FileStatus& f : files)
+    if (f.skeleton.parent_path() == folder && !f.up_to_date) return false;
+  return true;
+}
+
 }  // namespace
 
 int cmd_list() {
   const auto chapters = load_chapters();
+  // Note: a chapter the learner has not touched is neither built nor run, so
+  // that the first `workbook list` does not compile every chapter's tests.
+  const auto files = skeleton::scan(source_dir());
   int unfinished = 0;
   for (const Chapter& chapter : chapters) {
-    ChapterCheck check = check_chapter(chapter, kQuickFilter, /*quiet=*/true);
+    ChapterCheck check;
+    check.untouched = chapter_untouched(chapter, files);
+    if (!check.untouched) check = check_chapter(chapter, kQuickFilter, /*quiet=*/true);
     print_states(chapter, check, unfinished);
     fmt::print("\n");
   }
