@@ -6,6 +6,7 @@
 # library and test binary are built) is timed apart from the loop.
 #
 #   tests/support/learner_loop.sh BUILD_DIR [RUNS]      (default RUNS=3; prints medians)
+#   LOOP_EXERCISES="ex1.2:01_single_device/train_step.cpp" picks others
 set -euo pipefail
 build=${1:?usage: learner_loop.sh BUILD_DIR [RUNS]}
 runs=${2:-3}
@@ -14,8 +15,8 @@ workbook=$build/workbook
 [ -x "$workbook" ] || { echo "learner_loop.sh: $workbook is not built" >&2; exit 2; }
 
 # One exercise per chapter and the file a learner edits for it.
-exercises="ex1.2:01_single_device/train_step.cpp ex2.1:02_data_parallel/scatter.cpp ex3.3:03_ddp/gradients.cpp
-           ex4.1:04_ring_allreduce/reduce_scatter.cpp ex5.1:05_sync_bn/batch_stats.cpp ex6.2:06_large_batch/lars.cpp"
+exercises=${LOOP_EXERCISES:-"ex1.2:01_single_device/train_step.cpp ex2.1:02_data_parallel/scatter.cpp ex3.3:03_ddp/gradients.cpp
+           ex4.1:04_ring_allreduce/reduce_scatter.cpp ex5.1:05_sync_bn/batch_stats.cpp ex6.2:06_large_batch/lars.cpp"}
 
 saved=$(mktemp -d)
 restore() { for f in "$saved"/*; do [ -e "$f" ] && cp -p "$f" "$root/chapters/$(basename "$f" | tr '%' '/')"; done; rm -rf "$saved"; }
