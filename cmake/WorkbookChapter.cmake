@@ -10,7 +10,7 @@
 #
 # A new chapter is a new folder (and its chapter.json for the CLI): no CMake edits.
 
-# Registers a Catch2 binary with CTest, split by tag into the labels DESIGN.md
+# Registers a Catch2 binary with CTest, split by tag into the labels ARCHITECTURE.md (Tests)
 # names: the default run excludes [slow], [timing] and [gpu] test cases, which
 # get their own CTest entries (only when some test in the folder uses the tag).
 #
@@ -247,7 +247,7 @@ function(workbook_expect_error name labels status pattern)
 endfunction()
 
 # A short run of `program` must end its JSON lines with a complete result line
-# (DESIGN.md, Conventions: Output), checked by tests/support/check_result_line.py.
+# (ARCHITECTURE.md, Output), checked by tests/support/check_result_line.py.
 function(workbook_check_result_line name labels program)
   set(json ${CMAKE_BINARY_DIR}/${name}.jsonl)
   add_test(NAME ${name}

@@ -33,12 +33,13 @@
 #include "workbook/data_location.hpp"
 #include "workbook/device.hpp"
 #include "workbook/errors.hpp"
+#include "workbook/exact_data.hpp"
 #include "workbook/gpu_info.hpp"
 #include "workbook/parse_flags.hpp"
 #include "workbook/results.hpp"
 #include "workbook/statistics.hpp"
 #include "workbook/timing.hpp"
-#include "workbook/train_flags.hpp"
+#include "workbook/program.hpp"  // run_distributed_main
 
 namespace {
 
@@ -99,36 +100,21 @@ std::vector<json> gather_identities(workbook::Communicator& comm, const json& mi
   return identities;
 }
 
-// Note: [an all-reduce whose result is exact]
-// Rank r contributes x[i] = (r + 1) * (i % 13 + 1). Every value and every
-// partial sum is an integer below 2^24 for up to a thousand ranks, so float32
-// adds them without rounding in any order, and the sum must be exactly
-// N(N+1)/2 * (i % 13 + 1). A single element off names a broken transport,
-// not a rounding difference.
-struct Verdict {
-  int64_t count = 0;          // elements in the all-reduce
-  int64_t wrong = 0;          // those that differ from the expected sum
-  int64_t first_wrong = -1;   // the first of them, its value and what it should be
-  double got = 0.0, expected = 0.0;
+// The all-reduce check (Note: [exact in any order] in exact_data.hpp): a
+// single element off names a broken transport, not a rounding difference.
+struct Verdict : workbook::ExactComparison {
+  int64_t count = 0;  // elements in the all-reduce
 };
 
 Verdict check_all_reduce(workbook::Communicator& comm, int64_t count, bool corrupt) {
   const auto options = torch::TensorOptions().dtype(torch::kFloat32).device(comm.device());
-  const torch::Tensor pattern = torch::arange(count, options.dtype(torch::kInt64)).remainder(13).add(1).to(torch::kFloat32);
-  torch::Tensor values = pattern * static_cast<float>(comm.rank() + 1);
+  torch::Tensor values = workbook::exact_rank_values(count, comm.rank(), options);
   comm.all_reduce(values, workbook::ReduceOp::Sum);
   if (corrupt) values[count / 2] += 1;  // --corrupt-rank: the check's own test
-  const double n = comm.size();
-  const torch::Tensor expected = pattern * static_cast<float>(n * (n + 1) / 2);
-  const torch::Tensor differs = values.ne(expected);
   Verdict verdict;
+  static_cast<workbook::ExactComparison&>(verdict) =
+      workbook::compare_exact(values, workbook::exact_sum_over_ranks(count, comm.size(), options));
   verdict.count = count;
-  verdict.wrong = differs.sum().item<int64_t>();
-  if (verdict.wrong > 0) {
-    verdict.first_wrong = differs.nonzero()[0][0].item<int64_t>();
-    verdict.got = values[verdict.first_wrong].item<double>();
-    verdict.expected = expected[verdict.first_wrong].item<double>();
-  }
   return verdict;
 }
 

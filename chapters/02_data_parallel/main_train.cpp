@@ -19,7 +19,7 @@
 #include "workbook/progress.hpp"
 #include "workbook/results.hpp"
 #include "workbook/timing.hpp"
-#include "workbook/train_flags.hpp"
+#include "workbook/program.hpp"
 
 namespace {
 
@@ -91,29 +91,25 @@ void report_memory(workbook::Classifier& trained, double lr, const torch::Tensor
   fmt::print("\n");
 }
 
-int train(int argc, char** argv) {
-  CLI::App app{"Chapter 2: train FashionCNN with naive DataParallel (one process, N replicas)", "ch02_train"};
-  workbook::TrainFlags flags;
+int train(workbook::Program& program) {
   int replicas = 2;
-  workbook::add_train_flags(app, flags);
-  app.add_option("--replicas", replicas, "replicas: on CPU they share the cores; on CUDA one per GPU, wrapping around")
+  program.cli().add_option("--replicas", replicas, "replicas: on CPU they share the cores; on CUDA one per GPU, wrapping around")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
-  workbook::parse_train_flags(app, flags, argc, argv);
-
-  const torch::Device device = workbook::parse_device(flags.device);
+  const workbook::TrainFlags& flags = program.parse();
+  const torch::Device device = program.device();
   const std::vector<torch::Device> devices = workbook::replica_devices(device, replicas);
   const int threads_per_replica = workbook::threads_per_replica(flags.threads, replicas);
   WB_CHECK(flags.batch >= replicas, "--batch {} is smaller than --replicas {}: every replica needs a sample",
            flags.batch, replicas);
   torch::manual_seed(flags.seed);
   const torch::Device primary = devices[0];
-  const workbook::FashionMnist data = workbook::load_training_data(flags, primary);  // all of it on the primary
+  const workbook::FashionMnist data = workbook::load_training_data(flags.data, flags.train_samples, primary);  // all of it on the primary
 
   auto model = std::make_shared<workbook::FashionCNN>();
   model->to(primary);
   torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(flags.lr));
-  workbook::JsonLines json(flags.json);
+  workbook::JsonLines& json = program.json();
 
   std::vector<std::string> names;
   for (const auto& d : devices) names.push_back(d.str());
@@ -193,36 +189,35 @@ int train(int argc, char** argv) {
 
   const double total = times.total();
   const double samples_per_s = total > 0 ? static_cast<double>(timed_samples) / total : 0.0;
-  const int64_t peak = workbook::peak_memory_bytes(primary);
-  json.write({{"type", "result"},
-              {"chapter", "ch02"},
-              {"config", "DataParallel"},
-              {"device", primary.str()},
-              {"ranks", 1},
-              {"devices", replicas},
-              {"threads", flags.threads},
-              {"threads_per_replica", threads_per_replica},
-              {"epochs", flags.epochs},
-              {"batch", flags.batch},
-              {"train_samples", num_samples},
-              {"test_accuracy", test_accuracy},
-              {"test_correct", test_correct},
-              {"samples_per_s", samples_per_s},
-              {"epoch_s", epoch_seconds_sum / flags.epochs},
-              {"replicate_share", total > 0 ? times.replicate_s / total : 0.0},
-              {"step_phases_s",
-               {{"scatter", times.scatter_s}, {"replicate", times.replicate_s}, {"forward", times.forward_s},
-                {"gather", times.gather_s}, {"backward", times.backward_s}, {"optimizer", times.optimizer_s}}},
-              {"peak_mem_bytes", peak}});
-  fmt::print("result: test accuracy {:.4f} ({}/{}), {:.1f} samples/s, {:.2f} s/epoch, replicate {:.1f}% of a step, "
-             "peak memory {}\n",
-             test_accuracy, test_correct, data.test.size(), samples_per_s, epoch_seconds_sum / flags.epochs,
-             total > 0 ? 100.0 * times.replicate_s / total : 0.0, workbook::format_bytes(peak));
+  workbook::RunResult result;
+  result.config = "DataParallel";
+  result.epochs = flags.epochs;
+  result.batch = flags.batch;
+  result.train_samples = num_samples;
+  result.test_accuracy = test_accuracy;
+  result.test_correct = test_correct;
+  result.samples_per_s = samples_per_s;
+  result.epoch_s = epoch_seconds_sum / flags.epochs;
+  result.peak_mem_bytes = workbook::peak_memory_bytes(primary);
+  const double replicate_share = total > 0 ? times.replicate_s / total : 0.0;
+  result.details = {{"devices", replicas},
+                    {"threads_per_replica", threads_per_replica},
+                    {"replicate_share", replicate_share},
+                    {"step_phases_s",
+                     {{"scatter", times.scatter_s}, {"replicate", times.replicate_s}, {"forward", times.forward_s},
+                      {"gather", times.gather_s}, {"backward", times.backward_s}, {"optimizer", times.optimizer_s}}}};
+  result.summary = fmt::format("result: test accuracy {:.4f} ({}/{}), {:.1f} samples/s, {:.2f} s/epoch, replicate "
+                               "{:.1f}% of a step, peak memory {}",
+                               test_accuracy, test_correct, data.test.size(), samples_per_s, result.epoch_s,
+                               100.0 * replicate_share, workbook::format_bytes(result.peak_mem_bytes));
+  program.finish(result);
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  return workbook::run_main([&] { return train(argc, argv); });
+  return workbook::single_process_main(
+      argc, argv, {"ch02_train", "Chapter 2: train FashionCNN with naive DataParallel (one process, N replicas)"},
+      train);
 }

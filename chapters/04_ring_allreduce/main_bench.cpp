@@ -27,13 +27,12 @@
 
 #include "reducer.hpp"
 #include "ring.hpp"
-#include "workbook/device.hpp"
 #include "workbook/errors.hpp"
+#include "workbook/exact_data.hpp"
 #include "workbook/models.hpp"
-#include "workbook/results.hpp"
+#include "workbook/program.hpp"
 #include "workbook/statistics.hpp"
 #include "workbook/timing.hpp"
-#include "workbook/train_flags.hpp"
 
 namespace {
 
@@ -41,7 +40,6 @@ using workbook::mean;
 using workbook::median;
 
 struct Options {
-  workbook::TrainFlags flags;
   std::string measure = "bandwidth";
   int64_t min_bytes = 4096, max_bytes = int64_t{64} << 20;
   int rounds = 5;
@@ -59,7 +57,9 @@ struct Measured {
   int64_t wrong = 0;
 };
 
-int bandwidth(const Options& o, workbook::Communicator& comm, workbook::JsonLines& json) {
+int bandwidth(const Options& o, workbook::Program& program) {
+  workbook::Communicator& comm = program.comm();
+  workbook::JsonLines& json = program.json();
   const int n = comm.size();
   const bool leader = comm.rank() == 0;
   const torch::Device device = comm.device();
@@ -77,7 +77,7 @@ int bandwidth(const Options& o, workbook::Communicator& comm, workbook::JsonLine
 
   if (leader) {
     fmt::print("ch04_bench: all-reduce, sum, float32, in place; {} rank(s) ({}), device {}, {} thread(s) per rank; "
-               "{} rounds, medians\n", n, comm.launch_env().launcher, device.str(), o.flags.threads, o.rounds);
+               "{} rounds, medians\n", n, comm.launch_env().launcher, device.str(), program.flags().threads, o.rounds);
     fmt::print("self: this build's ch04::ring_all_reduce; {}: the library's all-reduce; memcpy: one copy of the "
                "buffer (the memory bandwidth)\n\n", library);
     fmt::print("{:>12} {:>12} {:>7} | {:>28} | {:>28} | {:>8} | {:>7}\n", "", "", "", "self (ring)            ",
@@ -109,17 +109,15 @@ int bandwidth(const Options& o, workbook::Communicator& comm, workbook::JsonLine
         comm.all_reduce(elapsed, workbook::ReduceOp::Average);
         measured[impl].seconds.push_back(elapsed.item<double>());
       }
-    // Exact data: rank r holds (i mod 251) + r + 1; the sum over ranks is
-    // n (i mod 251) + n (n + 1) / 2, exact in float32 in any order.
-    const torch::Tensor pattern = torch::arange(count, float_options.dtype(torch::kInt64)).remainder(251);
-    const torch::Tensor expected = (pattern * n + n * (n + 1) / 2).to(torch::kFloat32);
+    // Note: [exact in any order] in exact_data.hpp.
+    const torch::Tensor expected = workbook::exact_sum_over_ranks(count, n, float_options);
     for (const std::string& impl : impls) {
-      torch::Tensor data = (pattern + comm.rank() + 1).to(torch::kFloat32);
+      torch::Tensor data = workbook::exact_rank_values(count, comm.rank(), float_options);
       torch::Tensor target = torch::zeros({count}, float_options);
       run_once(impl, data, target);
       const torch::Tensor& result = impl == "memcpy" ? target : data;
       const torch::Tensor& truth = impl == "memcpy" ? data : expected;
-      measured[impl].wrong = result.ne(truth).sum().item<int64_t>();
+      measured[impl].wrong = workbook::compare_exact(result, truth).wrong;
       if (impl != "memcpy") wrong += measured[impl].wrong;
     }
     std::map<std::string, double> time_s, algbw, busbw;
@@ -150,10 +148,11 @@ int bandwidth(const Options& o, workbook::Communicator& comm, workbook::JsonLine
     fmt::print("\n# Avg bus bandwidth: self {:.3f} GB/s, {} {:.3f} GB/s (n = {}, busbw = algbw x {:.3f})\n",
                mean(busbw_by_impl["self"]), library, mean(busbw_by_impl[library]), n, bus_factor);
   }
-  json.write({{"type", "result"}, {"chapter", "ch04"}, {"config", "bandwidth"}, {"device", device.str()},
-              {"ranks", n}, {"epochs", 0}, {"test_accuracy", 0.0}, {"samples_per_s", 0.0}, {"epoch_s", 0.0},
-              {"peak_mem_bytes", 0}, {"avg_busbw", mean(busbw_by_impl["self"])},
-              {"avg_busbw_library", mean(busbw_by_impl[library])}, {"wrong", wrong}});
+  workbook::BenchResult result;
+  result.config = "bandwidth";
+  result.headline = {{"avg_busbw", mean(busbw_by_impl["self"])}, {"avg_busbw_library", mean(busbw_by_impl[library])},
+                     {"wrong", wrong}};
+  program.finish(result);
   WB_ASSERT(wrong == 0, "{} element(s) of the all-reduce results were wrong (the #wrong columns)", wrong);
   return 0;
 }
@@ -166,11 +165,11 @@ struct Variant {
   ch04::ReducerOptions reducer;
 };
 
-int overlap(const Options& o, workbook::Communicator& comm, workbook::JsonLines& json) {
-  const workbook::TrainFlags& flags = o.flags;
-  WB_CHECK(flags.batch % comm.size() == 0, "--batch {} must divide evenly among the {} ranks", flags.batch,
-           comm.size());
-  const int64_t local_batch = flags.batch / comm.size();
+int overlap(const Options& o, workbook::Program& program) {
+  workbook::Communicator& comm = program.comm();
+  workbook::JsonLines& json = program.json();
+  const workbook::TrainFlags& flags = program.flags();
+  const int64_t local_batch = flags.batch / comm.size();  // checked by bench()
   const torch::Device device = comm.device();
   const bool leader = comm.rank() == 0;
   torch::manual_seed(flags.seed);
@@ -232,20 +231,16 @@ int overlap(const Options& o, workbook::Communicator& comm, workbook::JsonLines&
   if (leader)
     fmt::print("\ncommunication after backward: {:.2f} ms of a {:.2f} ms step ({:.1f}%)\n", after - none, after,
                100.0 * (after - none) / after);
-  json.write({{"type", "result"}, {"chapter", "ch04"}, {"config", "overlap"}, {"device", device.str()},
-              {"ranks", comm.size()}, {"epochs", 0}, {"test_accuracy", 0.0},
-              {"samples_per_s", 1000.0 * static_cast<double>(flags.batch) / median(step_ms["overlap"])},
-              {"epoch_s", 0.0}, {"peak_mem_bytes", 0}});
+  workbook::BenchResult result;
+  result.config = "overlap";
+  result.headline = {{"samples_per_s", 1000.0 * static_cast<double>(flags.batch) / median(step_ms["overlap"])}};
+  program.finish(result);
   return 0;
 }
 
-int bench(const workbook::LaunchEnv& env, int argc, char** argv) {
-  CLI::App app{"Chapter 4: ring all-reduce bandwidth (as nccl-tests measures it) and the bucketed reducer's overlap",
-               "ch04_bench"};
+int bench(workbook::Program& program) {
   Options o;
-  workbook::add_train_flags(app, o.flags);
-  workbook::CommunicatorOptions comm_options = workbook::CommunicatorOptions::from_environment();
-  workbook::add_distributed_flags(app, comm_options);
+  CLI::App& app = program.cli();
   app.add_option("--measure", o.measure, "bandwidth: the all-reduce table; overlap: FashionCNN steps")
       ->check(CLI::IsMember({"bandwidth", "overlap"}))
       ->capture_default_str();
@@ -257,19 +252,21 @@ int bench(const workbook::LaunchEnv& env, int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--steps", o.steps, "timed steps per variant and round (overlap)")->check(CLI::PositiveNumber);
-  o.flags.threads = workbook::default_threads_per_rank(env);
-  workbook::parse_train_flags(app, o.flags, argc, argv);
+  const workbook::TrainFlags& flags = program.parse();
   WB_CHECK(o.min_bytes <= o.max_bytes, "--min-bytes {} is larger than --max-bytes {}", o.min_bytes, o.max_bytes);
   WB_CHECK(o.min_bytes % 4 == 0, "--min-bytes {} is not a whole number of float32 elements (a multiple of 4)",
            o.min_bytes);
-  const torch::Device requested = workbook::parse_device(o.flags.device);
-  auto comm = workbook::make_communicator(workbook::backend_for(requested), env, comm_options);
-  workbook::JsonLines json(comm->rank() == 0 ? o.flags.json : std::nullopt);
-  return o.measure == "bandwidth" ? bandwidth(o, *comm, json) : overlap(o, *comm, json);
+  if (o.measure == "overlap") program.local_batch(flags.batch);
+  program.connect();
+  return o.measure == "bandwidth" ? bandwidth(o, program) : overlap(o, program);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  return workbook::run_distributed_main([&](const workbook::LaunchEnv& env) { return bench(env, argc, argv); });
+  return workbook::program_main(
+      argc, argv,
+      {"ch04_bench",
+       "Chapter 4: ring all-reduce bandwidth (as nccl-tests measures it) and the bucketed reducer's overlap"},
+      bench);
 }

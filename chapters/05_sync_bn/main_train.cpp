@@ -19,14 +19,12 @@
 
 #include "ddp.hpp"  // Chapter 3's reference: broadcast_model, DistributedSampler, ddp_train_step, evaluate_distributed
 #include "sync_bn.hpp"
-#include "workbook/device.hpp"
 #include "workbook/errors.hpp"
-#include "workbook/fashion_mnist.hpp"
 #include "workbook/memory.hpp"
-#include "workbook/results.hpp"
+#include "workbook/program.hpp"
+#include "workbook/seeds.hpp"
 #include "workbook/statistics.hpp"
 #include "workbook/timing.hpp"
-#include "workbook/train_flags.hpp"
 
 namespace {
 
@@ -45,39 +43,29 @@ struct Variant {
   ch03::EvalResult eval;
 };
 
-int train(const workbook::LaunchEnv& env, int argc, char** argv) {
-  CLI::App app{"Chapter 5: FashionCNN by DDP with per-rank BatchNorm or SyncBatchNorm", "ch05_train"};
-  workbook::TrainFlags flags;
-  flags.batch = 64;
-  workbook::add_train_flags(app, flags);
-  workbook::CommunicatorOptions comm_options = workbook::CommunicatorOptions::from_environment();
-  workbook::add_distributed_flags(app, comm_options);
+int train(workbook::Program& program) {
+  program.flags().batch = 64;
   std::string norm = "sync";
-  app.add_option("--norm", norm, "BatchNorm statistics: local (per rank), sync (over all ranks), or both side by side")
+  program.cli()
+      .add_option("--norm", norm, "BatchNorm statistics: local (per rank), sync (over all ranks), or both side by side")
       ->check(CLI::IsMember({"local", "sync", "both"}))
       ->capture_default_str();
-  flags.threads = workbook::default_threads_per_rank(env);
-  workbook::parse_train_flags(app, flags, argc, argv);
-
-  const int ranks = env.world_size;
-  WB_CHECK(flags.batch % ranks == 0,
-           "--batch {} is the global batch and must divide evenly among the {} ranks: use a multiple of {}",
-           flags.batch, ranks, ranks);
+  const workbook::TrainFlags& flags = program.parse();
+  const int ranks = program.ranks();
+  const int64_t local_batch = program.local_batch(flags.batch);  // --batch is the global batch
   WB_CHECK(flags.train_samples < 0 || flags.train_samples >= flags.batch,
            "--train-samples {} is less than one global batch (--batch {})", flags.train_samples, flags.batch);
-  const int64_t local_batch = flags.batch / ranks;
 
-  std::unique_ptr<workbook::Communicator> comm =
-      workbook::make_communicator(workbook::backend_for(workbook::parse_device(flags.device)), env, comm_options);
-  const torch::Device device = comm->device();
-  const bool leader = comm->rank() == 0;
-  const workbook::FashionMnist data = workbook::load_training_data(flags, device);
+  workbook::Communicator& comm = program.connect();
+  const torch::Device device = comm.device();
+  const bool leader = program.leader();
+  const workbook::FashionMnist data = program.load_data();
 
   // Every variant starts from rank 0's weights.
-  torch::manual_seed(flags.seed + static_cast<uint64_t>(comm->rank()));
+  torch::manual_seed(workbook::initial_weights_seed(flags.seed, comm.rank()));
   auto initial = std::make_shared<workbook::FashionCNN>();
   initial->to(device);
-  ch03::broadcast_model(*initial, *comm, 0);
+  ch03::broadcast_model(*initial, comm, 0);
   std::vector<Variant> variants;
   for (const std::string& kind : {std::string("local"), std::string("sync")}) {
     if (norm != kind && norm != "both") continue;
@@ -86,22 +74,21 @@ int train(const workbook::LaunchEnv& env, int argc, char** argv) {
     v.model = std::make_shared<workbook::FashionCNN>();
     v.model->to(device);
     workbook::copy_state(*initial, *v.model);
-    if (kind == "sync") ch05::convert_sync_batchnorm(*v.model, *comm);
+    if (kind == "sync") ch05::convert_sync_batchnorm(*v.model, comm);
     v.optimizer = std::make_unique<torch::optim::Adam>(v.model->parameters(), torch::optim::AdamOptions(flags.lr));
     variants.push_back(std::move(v));
   }
 
-  ch03::DistributedSampler sampler(data.train.size(), ranks, comm->rank(), /*shuffle=*/true, flags.seed);
+  ch03::DistributedSampler sampler(data.train.size(), ranks, comm.rank(), /*shuffle=*/true, flags.seed);
   const int64_t steps_per_epoch = sampler.num_samples() / local_batch;  // whole batches only: BatchNorm needs them
   WB_CHECK(steps_per_epoch * flags.epochs > kWarmupSteps,
            "{} step(s) are too few to time ({} are warm-up): raise --train-samples or --epochs",
            steps_per_epoch * flags.epochs, kWarmupSteps);
-  workbook::JsonLines json(leader ? flags.json : std::nullopt);
-  if (leader)
-    fmt::print("ch05_train: FashionCNN, {} rank(s) ({}), global batch {} = {} x {}, {} train / {} test samples, "
-               "Adam lr {}, device {}, {} thread(s) per rank, BatchNorm: {}\n",
-               ranks, env.launcher, flags.batch, ranks, local_batch, data.train.size(), data.test.size(), flags.lr,
-               device.str(), flags.threads, norm);
+  workbook::JsonLines& json = program.json();
+  program.say("ch05_train: FashionCNN, {} rank(s) ({}), global batch {} = {} x {}, {} train / {} test samples, "
+              "Adam lr {}, device {}, {} thread(s) per rank, BatchNorm: {}",
+              ranks, program.env().launcher, flags.batch, ranks, local_batch, data.train.size(), data.test.size(),
+              flags.lr, device.str(), flags.threads, norm);
   workbook::Table table({{"epoch", 5}, {"variant", 10}, {"train_loss", 10}, {"test_acc", 8}, {"step_ms", 8},
                          {"train_s", 8}, {"peak_mem", 10}});
   if (leader) fmt::print("{}\n", table.header());
@@ -123,7 +110,7 @@ int train(const workbook::LaunchEnv& env, int argc, char** argv) {
         Variant& v = variants[(turn + static_cast<size_t>(step_number)) % variants.size()];
         workbook::Stopwatch clock(device);
         clock.start();
-        const torch::Tensor loss = ch03::ddp_train_step(*v.model, *v.optimizer, batch, *comm);
+        const torch::Tensor loss = ch03::ddp_train_step(*v.model, *v.optimizer, batch, comm);
         const double seconds = clock.stop();
         v.train_seconds += seconds;
         if (step_number >= kWarmupSteps) v.step_seconds.push_back(seconds);
@@ -133,12 +120,12 @@ int train(const workbook::LaunchEnv& env, int argc, char** argv) {
     }
     for (Variant& v : variants) {
       torch::Tensor loss_sums = torch::tensor({v.loss_sum, v.loss_count}, torch::kFloat64).to(device);
-      comm->all_reduce(loss_sums, workbook::ReduceOp::Sum);  // the training loss over every rank's batches
+      comm.all_reduce(loss_sums, workbook::ReduceOp::Sum);  // the training loss over every rank's batches
       const double train_loss = loss_sums[0].item<double>() / loss_sums[1].item<double>();
       // Per-rank BatchNorm leaves each rank its own running statistics:
       // evaluate rank 0's (SyncBatchNorm's are the same on every rank).
-      ch03::broadcast_model(*v.model, *comm, 0);
-      v.eval = ch03::evaluate_distributed(*v.model, data.test.images, data.test.labels, kEvalBatch, *comm);
+      ch03::broadcast_model(*v.model, comm, 0);
+      v.eval = ch03::evaluate_distributed(*v.model, data.test.images, data.test.labels, kEvalBatch, comm);
       const std::vector<double> epoch_steps(v.step_seconds.begin() + static_cast<std::ptrdiff_t>(v.epoch_first_timed),
                                             v.step_seconds.end());
       const double step_ms = epoch_steps.empty() ? 0.0 : 1e3 * workbook::median(epoch_steps);  // this epoch's
@@ -155,14 +142,14 @@ int train(const workbook::LaunchEnv& env, int argc, char** argv) {
   // Rank 0's medians: the collectives in every step keep the ranks in step.
   const double local_ms = 1e3 * workbook::median(variants.front().step_seconds);
   const double last_ms = 1e3 * workbook::median(variants.back().step_seconds);
-  const std::optional<double> overhead =
-      variants.size() == 2 ? std::optional<double>(last_ms / local_ms - 1.0) : std::nullopt;
-  const int64_t peak = workbook::largest_peak_memory_bytes(*comm);  // what one rank needs
+  const bool side_by_side = variants.size() == 2;
+  const double overhead = side_by_side ? last_ms / local_ms - 1.0 : 0.0;  // SyncBatchNorm's cost
+  const int64_t peak = workbook::largest_peak_memory_bytes(comm);  // what one rank needs
   for (const Variant& v : variants) {
     nlohmann::json row = {{"type", "row"}, {"variant", v.name}, {"ranks", ranks}, {"per_rank_batch", local_batch},
                           {"step_ms", 1e3 * workbook::median(v.step_seconds)}, {"test_acc", v.eval.accuracy()},
                           {"train_s", v.train_seconds}};
-    if (overhead && v.name == "ddp+syncbn") row["syncbn_overhead"] = *overhead;
+    if (side_by_side && v.name == "ddp+syncbn") row["syncbn_overhead"] = overhead;
     json.write(row);
   }
   const Variant& last = variants.back();
@@ -171,44 +158,38 @@ int train(const workbook::LaunchEnv& env, int argc, char** argv) {
   const double timed_seconds = std::accumulate(last.step_seconds.begin(), last.step_seconds.end(), 0.0);
   const double samples_per_s =
       static_cast<double>(flags.batch) * static_cast<double>(last.step_seconds.size()) / timed_seconds;
-  nlohmann::json result = {{"type", "result"},
-                           {"chapter", "ch05"},
-                           {"config", norm == "both"   ? "DDP and DDP + SyncBatchNorm, side by side"
-                                      : norm == "local" ? "DDP, per-rank BatchNorm"
-                                                        : "DDP + SyncBatchNorm"},
-                           {"device", device.str()},
-                           {"ranks", ranks},
-                           {"threads", flags.threads},
-                           {"epochs", flags.epochs},
-                           {"batch", flags.batch},
-                           {"local_batch", local_batch},
-                           {"norm", norm},
-                           {"train_samples", data.train.size()},
-                           {"test_accuracy", last.eval.accuracy()},
-                           {"test_loss", last.eval.mean_loss},
-                           {"samples_per_s", samples_per_s},
-                           {"step_ms", last_ms},
-                           // this variant's training steps per epoch (evaluation, and the other variant, excluded)
-                           {"epoch_s", last.train_seconds / static_cast<double>(flags.epochs)},
-                           {"peak_mem_bytes", peak}};  // with --norm both: both models and optimizers
-  if (overhead) {
-    result["local_test_accuracy"] = variants.front().eval.accuracy();
-    result["syncbn_overhead"] = *overhead;
+  workbook::RunResult result;
+  result.config = norm == "both"    ? "DDP and DDP + SyncBatchNorm, side by side"
+                  : norm == "local" ? "DDP, per-rank BatchNorm"
+                                    : "DDP + SyncBatchNorm";
+  result.epochs = flags.epochs;
+  result.batch = flags.batch;
+  result.local_batch = local_batch;
+  result.train_samples = data.train.size();
+  result.test_accuracy = last.eval.accuracy();
+  result.test_loss = last.eval.mean_loss;
+  result.samples_per_s = samples_per_s;
+  // this variant's training steps per epoch (evaluation, and the other variant, excluded)
+  result.epoch_s = last.train_seconds / static_cast<double>(flags.epochs);
+  result.peak_mem_bytes = peak;  // with --norm both: both models and optimizers
+  result.details = {{"norm", norm}, {"step_ms", last_ms}};
+  if (side_by_side) {
+    result.details["local_test_accuracy"] = variants.front().eval.accuracy();
+    result.details["syncbn_overhead"] = overhead;
   }
-  json.write(result);
-  if (leader) {
-    fmt::print("result: {} test accuracy {:.4f}, {:.2f} ms per step (median), {:.1f} samples/s over {} rank(s)\n", last.name,
-               last.eval.accuracy(), last_ms, samples_per_s, ranks);
-    if (overhead)
-      fmt::print("syncbn_overhead = {:.2f} / {:.2f} - 1 = {:+.3f} (median step times, same run, same batches); "
-                 "test accuracy {:.4f} with per-rank BatchNorm, {:.4f} with SyncBatchNorm\n",
-                 last_ms, local_ms, *overhead, variants.front().eval.accuracy(), last.eval.accuracy());
-  }
+  result.summary = fmt::format("result: {} test accuracy {:.4f}, {:.2f} ms per step (median), {:.1f} samples/s over "
+                               "{} rank(s)", last.name, last.eval.accuracy(), last_ms, samples_per_s, ranks);
+  program.finish(result);
+  if (side_by_side)
+    program.say("syncbn_overhead = {:.2f} / {:.2f} - 1 = {:+.3f} (median step times, same run, same batches); "
+                "test accuracy {:.4f} with per-rank BatchNorm, {:.4f} with SyncBatchNorm",
+                last_ms, local_ms, overhead, variants.front().eval.accuracy(), last.eval.accuracy());
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  return workbook::run_distributed_main([&](const workbook::LaunchEnv& env) { return train(env, argc, argv); });
+  return workbook::program_main(
+      argc, argv, {"ch05_train", "Chapter 5: FashionCNN by DDP with per-rank BatchNorm or SyncBatchNorm"}, train);
 }

@@ -20,23 +20,17 @@
 #include <map>
 
 #include "accumulation.hpp"
-#include "workbook/device.hpp"
 #include "workbook/errors.hpp"
-#include "workbook/results.hpp"
+#include "workbook/program.hpp"
 #include "workbook/statistics.hpp"
 #include "workbook/timing.hpp"
-#include "workbook/train_flags.hpp"
 
 namespace {
 
-int bench(const workbook::LaunchEnv& env, int argc, char** argv) {
-  CLI::App app{"Chapter 6: the communication share of a step, by aggregation frequency", "ch06_bench"};
-  workbook::TrainFlags flags;
-  flags.batch = 128;
-  flags.lr = 0.01;
-  workbook::add_train_flags(app, flags);
-  workbook::CommunicatorOptions comm_options = workbook::CommunicatorOptions::from_environment();
-  workbook::add_distributed_flags(app, comm_options);
+int bench(workbook::Program& program) {
+  program.flags().batch = 128;
+  program.flags().lr = 0.01;
+  CLI::App& app = program.cli();
   std::vector<int64_t> frequencies = {1, 2, 4, 8, 16};
   int64_t batches = 16;
   int rounds = 5;
@@ -46,21 +40,19 @@ int bench(const workbook::LaunchEnv& env, int argc, char** argv) {
   app.add_option("--batches", batches, "batches per measurement (a multiple of every frequency)")
       ->check(CLI::PositiveNumber);
   app.add_option("--rounds", rounds, "rounds; each measures every frequency once")->check(CLI::PositiveNumber);
-  flags.threads = workbook::default_threads_per_rank(env);
-  workbook::parse_train_flags(app, flags, argc, argv);
+  const workbook::TrainFlags& flags = program.parse();
   std::sort(frequencies.begin(), frequencies.end());
   frequencies.erase(std::unique(frequencies.begin(), frequencies.end()), frequencies.end());
   WB_CHECK(frequencies.size() >= 2 && frequencies.front() == 1,
            "--frequencies must include 1 and a larger one: the share is their difference");
   for (const int64_t k : frequencies)
     WB_CHECK(batches % k == 0, "--batches {} is not a multiple of frequency {}", batches, k);
-  WB_CHECK(flags.batch % env.world_size == 0, "--batch {} must divide evenly among the {} ranks", flags.batch,
-           env.world_size);
+  const int64_t local_batch = program.local_batch(flags.batch);
 
-  auto comm = workbook::make_communicator(workbook::backend_for(workbook::parse_device(flags.device)), env, comm_options);
-  const torch::Device device = comm->device();
-  const int64_t local_batch = flags.batch / env.world_size;
-  const bool leader = comm->rank() == 0;
+  workbook::Communicator& comm = program.connect();
+  const torch::Device device = comm.device();
+  const bool leader = program.leader();
+  const int ranks = program.ranks();
   torch::manual_seed(flags.seed);
   auto model = std::make_shared<workbook::FashionCNN>();
   model->to(device);
@@ -72,12 +64,12 @@ int bench(const workbook::LaunchEnv& env, int argc, char** argv) {
   // Milliseconds per batch at frequency k. The clock is read after a
   // barrier, so every rank times the same interval.
   auto time_batches = [&](int64_t k) {
-    ch06::GradientAggregator aggregator(*model, optimizer, *comm, k);
-    comm->barrier();
+    ch06::GradientAggregator aggregator(*model, optimizer, comm, k);
+    comm.barrier();
     workbook::Stopwatch clock(device);
     clock.start();
     for (int64_t i = 0; i < batches; ++i) aggregator.add(batch);
-    comm->barrier();
+    comm.barrier();
     return 1000.0 * clock.stop() / static_cast<double>(batches);
   };
   time_batches(1);  // warm-up: first-call allocations
@@ -90,11 +82,11 @@ int bench(const workbook::LaunchEnv& env, int argc, char** argv) {
   const double comm_ms = (t1 - t_largest) * static_cast<double>(largest) / static_cast<double>(largest - 1);
   const double comm_share = comm_ms / t1;
 
-  workbook::JsonLines json(leader ? flags.json : std::nullopt);
+  workbook::JsonLines& json = program.json();
   if (leader) {
     fmt::print("ch06_bench: FashionCNN, {} rank(s), {} samples per rank per batch, {} thread(s) per rank; "
                "{} rounds of {} batches per frequency, medians\n\n",
-               env.world_size, local_batch, flags.threads, rounds, batches);
+               ranks, local_batch, flags.threads, rounds, batches);
   }
   workbook::Table table({{"frequency", 9}, {"ms/batch", 9}, {"model", 9}});
   if (leader) fmt::print("{}\n", table.header());
@@ -104,7 +96,7 @@ int bench(const workbook::LaunchEnv& env, int argc, char** argv) {
     if (leader)
       fmt::print("{}\n", table.row({fmt::format("{}", k), fmt::format("{:.2f}", measured),
                                     fmt::format("{:.2f}", modelled)}));
-    nlohmann::json row = {{"type", "row"}, {"measure", "batch"}, {"ranks", env.world_size},
+    nlohmann::json row = {{"type", "row"}, {"measure", "batch"}, {"ranks", ranks},
                           {"aggregation_frequency", k}, {"ms", measured}};
     if (k == 1) row["comm_share"] = comm_share;
     json.write(row);
@@ -117,15 +109,15 @@ int bench(const workbook::LaunchEnv& env, int argc, char** argv) {
     fmt::print("note: frequency {} was no faster than 1: the machine's noise is larger than the communication; "
                "more --rounds or --batches\n",
                largest);
-  json.write({{"type", "result"}, {"chapter", "ch06"}, {"config", "bench"}, {"device", device.str()},
-              {"ranks", env.world_size}, {"epochs", 0}, {"test_accuracy", 0.0},
-              {"samples_per_s", 1000.0 * static_cast<double>(flags.batch) / t1}, {"epoch_s", 0.0},
-              {"peak_mem_bytes", 0}, {"comm_ms", comm_ms}, {"comm_share", comm_share}});
+  workbook::BenchResult result;
+  result.headline = {{"comm_ms", comm_ms}, {"comm_share", comm_share}, {"step_ms", t1}};
+  program.finish(result);
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  return workbook::run_distributed_main([&](const workbook::LaunchEnv& env) { return bench(env, argc, argv); });
+  return workbook::program_main(
+      argc, argv, {"ch06_bench", "Chapter 6: the communication share of a step, by aggregation frequency"}, bench);
 }

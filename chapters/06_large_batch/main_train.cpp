@@ -29,13 +29,11 @@
 #include "ddp.hpp"  // Chapter 3's reference: broadcast_model, DistributedSampler, gather_batch, evaluate_distributed
 #include "optimizers.hpp"
 #include "schedule.hpp"
-#include "workbook/device.hpp"
 #include "workbook/errors.hpp"
-#include "workbook/fashion_mnist.hpp"
 #include "workbook/memory.hpp"
-#include "workbook/results.hpp"
+#include "workbook/program.hpp"
+#include "workbook/seeds.hpp"
 #include "workbook/timing.hpp"
-#include "workbook/train_flags.hpp"
 
 namespace {
 
@@ -139,7 +137,7 @@ Outcome train_config(const Config& config, const Setup& setup, const workbook::F
   const int64_t micro_batch = std::min(setup.micro_batch, local_batch);  // checked before any training
 
   // The same initial weights for every configuration: the seed's, on rank 0.
-  torch::manual_seed(flags.seed + static_cast<uint64_t>(comm.rank()));
+  torch::manual_seed(workbook::initial_weights_seed(flags.seed, comm.rank()));
   auto model = std::make_shared<workbook::FashionCNN>();
   model->to(device);
   ch03::broadcast_model(*model, comm, 0);
@@ -202,15 +200,12 @@ Outcome train_config(const Config& config, const Setup& setup, const workbook::F
   return outcome;
 }
 
-int train(const workbook::LaunchEnv& env, int argc, char** argv) {
-  CLI::App app{"Chapter 6: FashionCNN with a large global batch: scaling, warm-up, LARS, LAMB", "ch06_train"};
+int train(workbook::Program& program) {
   Setup setup;
-  workbook::TrainFlags& flags = setup.flags;
+  workbook::TrainFlags& flags = program.flags();
   flags.batch = 2048;
   flags.epochs = 3;
-  workbook::add_train_flags(app, flags);
-  workbook::CommunicatorOptions comm_options = workbook::CommunicatorOptions::from_environment();
-  workbook::add_distributed_flags(app, comm_options);
+  CLI::App& app = program.cli();
   std::string method_name = "lars";
   app.add_option("--method", method_name, "sgd (scaled, no warm-up), warmup, lars or lamb")
       ->check(CLI::IsMember({"sgd", "warmup", "lars", "lamb"}))
@@ -237,8 +232,7 @@ int train(const workbook::LaunchEnv& env, int argc, char** argv) {
   app.add_option("--methods", sweep_methods, "with --sweep: these methods only, e.g. warmup,lars")
       ->delimiter(',')
       ->check(CLI::IsMember({"sgd", "warmup", "lars", "lamb"}));
-  flags.threads = workbook::default_threads_per_rank(env);
-  workbook::parse_train_flags(app, flags, argc, argv);
+  program.parse();
   if (app.get_option("--lr")->count() > 0) setup.base_lr = flags.lr;  // else: each method's own
   if (trust_coefficient)
     for (Method& m : kMethods) m.trust_coefficient = *trust_coefficient;
@@ -269,7 +263,8 @@ int train(const workbook::LaunchEnv& env, int argc, char** argv) {
   } else {
     configs.push_back({flags.batch, find_method(method_name)});
   }
-  const int ranks = env.world_size;
+  const int ranks = program.ranks();
+  setup.flags = flags;
   WB_CHECK(!configs.empty(), "nothing to train: --batches and --methods name no configuration");
   for (const Config& c : configs) {
     // Every configuration is checked before the first trains: a sweep must
@@ -282,28 +277,26 @@ int train(const workbook::LaunchEnv& env, int argc, char** argv) {
              c.global_batch, ranks, setup.micro_batch, ranks * setup.micro_batch);
   }
 
-  std::unique_ptr<workbook::Communicator> comm =
-      workbook::make_communicator(workbook::backend_for(workbook::parse_device(flags.device)), env, comm_options);
-  const torch::Device device = comm->device();
-  const bool leader = comm->rank() == 0;
-  const workbook::FashionMnist data = workbook::load_training_data(flags, device);
+  workbook::Communicator& comm = program.connect();
+  const torch::Device device = comm.device();
+  const workbook::FashionMnist data = program.load_data();
   for (const Config& c : configs)
     WB_CHECK(c.global_batch <= data.train.size(), "global batch {} is more than the {} training samples",
              c.global_batch, data.train.size());
 
-  workbook::JsonLines json(leader ? flags.json : std::nullopt);
-  if (leader)
-    fmt::print("ch06_train: FashionCNN, {} rank(s) ({}), {} configuration(s), {} epoch(s), {} train / {} test "
-               "samples, micro-batches of at most {} per rank, device {}, {} thread(s) per rank\n",
-               ranks, env.launcher, configs.size(), flags.epochs, data.train.size(), data.test.size(),
-               setup.micro_batch, device.str(), flags.threads);
+  workbook::JsonLines& json = program.json();
+  const bool leader = program.leader();
+  program.say("ch06_train: FashionCNN, {} rank(s) ({}), {} configuration(s), {} epoch(s), {} train / {} test "
+              "samples, micro-batches of at most {} per rank, device {}, {} thread(s) per rank",
+              ranks, program.env().launcher, configs.size(), flags.epochs, data.train.size(), data.test.size(),
+              setup.micro_batch, device.str(), flags.threads);
   workbook::Table table({{"batch", 6}, {"method", 7}, {"epoch", 5}, {"lr", 9}, {"train_loss", 10},
                          {"test_acc", 8}, {"train_s", 8}});
   if (leader) fmt::print("{}\n", table.header());
 
   std::vector<Outcome> outcomes;
   for (const Config& c : configs) {
-    outcomes.push_back(train_config(c, setup, data, *comm, table, json));
+    outcomes.push_back(train_config(c, setup, data, comm, table, json));
     const Outcome& o = outcomes.back();
     nlohmann::json row = {{"type", "row"}, {"global_batch", c.global_batch}, {"method", c.method.name},
                           {"ranks", ranks}, {"epochs", flags.epochs}, {"steps", o.steps},
@@ -347,39 +340,36 @@ int train(const workbook::LaunchEnv& env, int argc, char** argv) {
   // The result line: the last configuration (the only one without --sweep).
   const Config& last = configs.back();
   const Outcome& o = outcomes.back();
-  const int64_t peak = workbook::largest_peak_memory_bytes(*comm);
   double samples = 0.0, seconds = 0.0;
   for (const Outcome& each : outcomes) {
     samples += static_cast<double>(each.samples);
     seconds += each.train_seconds;
   }
-  json.write({{"type", "result"},
-              {"chapter", "ch06"},
-              {"config", sweep ? fmt::format("sweep of {} configurations", configs.size())
-                               : fmt::format("{}, global batch {}", last.method.name, last.global_batch)},
-              {"device", device.str()},
-              {"ranks", ranks},
-              {"threads", flags.threads},
-              {"epochs", flags.epochs},
-              {"epochs_trained", o.epochs_done},  // fewer than epochs when it diverged
-              {"batch", last.global_batch},
-              {"method", last.method.name},
-              {"train_samples", data.train.size()},
-              {"test_accuracy", o.test_accuracy},
-              {"test_loss", o.test_loss},
-              {"samples_per_s", samples / seconds},  // over every configuration
-              {"epoch_s", o.train_seconds / static_cast<double>(std::max<int64_t>(o.epochs_done, 1))},
-              {"peak_mem_bytes", peak},
-              {"diverged", o.diverged}});
-  if (leader)
-    fmt::print("result: {} at global batch {}: test accuracy {:.4f} after {} epoch(s), {:.1f} samples/s over {} "
-               "rank(s)\n",
-               last.method.name, last.global_batch, o.test_accuracy, o.epochs_done, samples / seconds, ranks);
+  workbook::RunResult result;
+  result.config = sweep ? fmt::format("sweep of {} configurations", configs.size())
+                        : fmt::format("{}, global batch {}", last.method.name, last.global_batch);
+  result.epochs = flags.epochs;
+  result.epochs_trained = o.epochs_done;  // fewer than epochs when it diverged
+  result.batch = last.global_batch;
+  result.train_samples = data.train.size();
+  result.test_accuracy = o.test_accuracy;
+  result.test_loss = o.test_loss;
+  result.samples_per_s = samples / seconds;  // over every configuration
+  result.epoch_s = o.train_seconds / static_cast<double>(std::max<int64_t>(o.epochs_done, 1));
+  result.peak_mem_bytes = workbook::largest_peak_memory_bytes(comm);
+  result.details = {{"method", last.method.name}, {"diverged", o.diverged}};
+  result.summary = fmt::format("result: {} at global batch {}: test accuracy {:.4f} after {} epoch(s), {:.1f} "
+                               "samples/s over {} rank(s)",
+                               last.method.name, last.global_batch, o.test_accuracy, o.epochs_done, samples / seconds,
+                               ranks);
+  program.finish(result);
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  return workbook::run_distributed_main([&](const workbook::LaunchEnv& env) { return train(env, argc, argv); });
+  return workbook::program_main(
+      argc, argv, {"ch06_train", "Chapter 6: FashionCNN with a large global batch: scaling, warm-up, LARS, LAMB"},
+      train);
 }

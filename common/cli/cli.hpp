@@ -1,5 +1,6 @@
 // cli.hpp — the pieces the `workbook` commands share: chapter manifests and
-// hints, child processes, and test results.
+// hints, child processes, the runs of programs that write JSON lines, the
+// tour's table, and test results.
 #pragma once
 #include <filesystem>
 #include <map>
@@ -8,6 +9,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "workbook/exit_status.hpp"
 
 namespace workbook::cli {
 
@@ -21,6 +24,62 @@ struct Exercise {
   std::string file;   // where the learner writes it, relative to the chapter folder
 };
 
+// A program `workbook bench` runs beside the two builds, e.g. PyTorch's own.
+struct Baseline {
+  std::string name;
+  std::vector<std::string> command;  // {chapter_dir} and {source_dir} are replaced when it runs
+};
+
+// What a bench part measures, and so which table it prints (bench_tables.cpp).
+enum class BenchKind {
+  Training,   // whole training runs compared by samples/s (the manifest's default)
+  Scaling,    // the same at several configurations (ranks x threads), with scaling efficiency
+  Rows,       // the program measures many points itself: a "row" line per point and implementation
+  Bandwidth,  // a collective's bandwidth per buffer size, nccl-tests' table
+};
+
+struct ScalingConfig {
+  std::string name;  // "2x1"
+  int ranks = 1;
+  int threads = 1;   // per rank
+};
+
+// One part of a chapter's benchmark ("bench" in chapter.json: a part, or a list of them).
+struct BenchPart {
+  BenchKind kind = BenchKind::Training;
+  std::string title;                   // "" when it has none
+  std::string program;                 // the chapter's program unless the part names another
+  std::vector<std::string> args;       // for every run of every implementation
+  std::vector<Baseline> baselines;
+  int repeats = 3;                     // runs of each implementation, unless --repeats says
+  std::string note;                    // printed below the part's table
+  std::optional<int> ranks;            // a fixed rank count; not for scaling parts
+  int default_ranks = 1;               // when --ranks is not given; not for scaling parts
+  std::vector<ScalingConfig> configs;  // scaling parts only
+  // Rows parts only: the keys naming a point, the metric compared, and more metrics shown.
+  std::vector<std::string> keys;
+  std::string metric = "ms";
+  std::vector<std::string> extra_metrics;
+  bool lower_is_better = true;         // for the metric: true for times, false for accuracies
+};
+
+// A program of the tour and its arguments at the tour's scale and at full scale (--full).
+struct TourProgram {
+  std::string program;                 // the chapter's program unless the entry names another
+  std::vector<std::string> args, full_args;
+};
+
+// One configuration `workbook tour` runs: a row of its table.
+struct TourEntry {
+  std::string config;                  // "DDP, ring, overlapped"
+  int ranks = 1;
+  TourProgram run;
+  std::string note;                    // a footnote on the row's speedup; "" when none
+  std::optional<TourProgram> bandwidth;  // a collective benchmark run after it (the busbw column)
+  // ch01's: a brief rerun at the end of the tour, to see whether the machine's speed held.
+  std::optional<std::vector<std::string>> speed_check_args;
+};
+
 struct Chapter {
   std::string id;      // "ch01"
   std::string folder;  // "01_single_device"
@@ -30,16 +89,19 @@ struct Chapter {
   // first, the tests tagged [npN] at each further N. Empty: one process.
   std::vector<int> test_ranks;
   std::vector<Exercise> exercises;
-  std::string program;         // the program `workbook run` starts, e.g. "ch01_train"
-  std::vector<nlohmann::json> bench;  // how `workbook bench` measures the chapter: one or more parts
-  nlohmann::json tour;         // the configurations `workbook tour` runs
-  fs::path lesson() const;     // chapters/NN_name/README.md
-  fs::path hints_file() const; // chapters/NN_name/hints.md
+  std::string program;            // the program `workbook run` starts, e.g. "ch01_train"
+  std::vector<BenchPart> bench;   // how `workbook bench` measures the chapter: none, one or more parts
+  std::vector<TourEntry> tour;    // the configurations `workbook tour` runs
+  fs::path lesson() const;        // chapters/NN_name/README.md
+  fs::path hints_file() const;    // chapters/NN_name/hints.md
 };
 
 fs::path source_dir();
 fs::path build_dir();
-std::vector<Chapter> load_chapters();  // every chapters/*/chapter.json, in order
+// Every chapters/*/chapter.json, in order. A manifest's mistake (a missing or
+// unknown key, a wrong type, an unknown bench kind) is a UserError naming its
+// file and the key, raised here rather than when the key is used.
+std::vector<Chapter> load_chapters();
 // "ch01", "1", "01" or "01_single_device"; or an exercise "ex1.2" (its chapter).
 const Chapter& find_chapter(const std::vector<Chapter>& chapters, const std::string& name);
 const Exercise* find_exercise(const std::vector<Chapter>& chapters, const std::string& id);
@@ -78,23 +140,37 @@ std::map<std::string, std::string> mpi_environment();
 // (oversubscribed, so more ranks than cores work) for more.
 std::vector<std::string> launch_command(int ranks, std::vector<std::string> argv);
 
-// ---- measuring -----------------------------------------------------------------
+// ---- programs that write JSON lines (run_protocol.cpp) --------------------------
 
-// One run of a program that writes JSON lines (DESIGN.md, Conventions: Output).
+// One run of a program that writes JSON lines (ARCHITECTURE.md, "Output").
 struct RunOutcome {
-  bool ok = false;
-  nlohmann::json result;  // the run's last JSON line
+  // How it ended, from its exit status (ARCHITECTURE.md, "Errors and exit
+  // status"); a run stopped at the time limit counts as an internal error.
+  ExitStatus status = ExitStatus::InternalError;
+  bool ok = false;        // it ended Ok and its last JSON line is a result line
+  nlohmann::json result;  // that result line
   std::vector<nlohmann::json> lines;  // every JSON line the run wrote
-  std::string error;      // why not ok: the program's first line of complaint
+  std::string error;      // why not ok: the program's failure message, or its exit status
   double wall_s = 0.0;
 };
 
 // Runs `argv` with `--json` into a temporary file, under mpiexec with `ranks`
-// processes when more than 1, and reads every line back; ok when it exited 0
-// and its last line is a result line. passthrough: its output goes to the terminal.
+// processes when more than 1, and reads every line back. passthrough: its
+// output goes to the terminal (and so its failure message is not kept).
 RunOutcome run_for_result(std::vector<std::string> argv, bool passthrough, double timeout_s, int ranks);
 
-std::string format_mib(double bytes);  // "12.3 MiB"
+// ---- the tour's table (tour_table.cpp) -----------------------------------------
+
+// A row of the table: a "tour" line of tour.jsonl, as `workbook tour` writes it.
+struct TourTableRow {
+  nlohmann::json line;
+  std::string file;  // where it was read from, shown in a last column; "" for none
+};
+
+// The table `workbook tour` prints at its end and `workbook report` prints
+// from tour.jsonl files, with its legend: the speedups' baseline, the
+// footnotes, and how busbw was measured.
+void print_tour_table(const std::vector<TourTableRow>& rows);
 
 // ---- tests ---------------------------------------------------------------------
 

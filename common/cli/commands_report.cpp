@@ -1,5 +1,5 @@
 // commands_report.cpp — `workbook report FILE... --out DIR`: the tour's table
-// and PNG plots of result files (`workbook tour`'s tour.jsonl, `workbook
+// (tour_table.cpp) and PNG plots of result files (`workbook tour`'s tour.jsonl, `workbook
 // bench chNN --json`), drawn by gnuplot (Debian's gnuplot-nox 5.4, its
 // pngcairo terminal).
 //
@@ -283,43 +283,15 @@ bool on_path(const std::string& program) {
   return false;
 }
 
-// The tour rows of the files, one table, file after file (two machines, two
-// days: the same rows in the same order). A row whose bandwidth run failed
-// still has its training numbers: they are shown, with the error after them.
-void print_tour_table(const std::vector<Line>& lines, bool several_files) {
-  const char* layout = "{:<7} {:<24} {:>9} {:>8} {:>7} {:>8} {:>9}{}\n";
-  bool header = false;
-  std::vector<std::string> notes;  // footnotes, each once, marked *, **, ...
-  for (const Line& line : lines) {
-    const nlohmann::json& v = line.value;
-    if (v.value("type", "") != "tour") continue;
-    if (!header) {
-      fmt::print(fmt::runtime(layout), "chapter", "configuration", "ranks/dev", "test_acc", "time_s", "speedup",
-                 "samples/s", several_files ? "  file" : "");
-      header = true;
-    }
-    std::string after = several_files ? "  " + line.source : "";
-    if (!v.value("ok", true)) after += "  failed: " + v.value("error", std::string("?"));
-    if (!v.contains("time_s")) {  // the training run itself failed: no numbers
-      fmt::print("{:<7} {:<24}{}\n", v.value("chapter", "?"), v.value("configuration", ""), after);
-      continue;
-    }
-    std::string mark;
-    if (v.contains("note") && v["note"].is_string()) {
-      auto at = std::find(notes.begin(), notes.end(), v["note"].get<std::string>());
-      if (at == notes.end()) at = notes.insert(notes.end(), v["note"].get<std::string>());
-      mark = std::string(static_cast<size_t>(at - notes.begin()) + 1, '*');
-    }
-    const bool has_speedup = v.contains("speedup") && v["speedup"].is_number();
-    fmt::print(fmt::runtime(layout), v.value("chapter", "?"), v.value("configuration", ""),
-               v.value("devices", v.value("ranks", 1)),
-               v.value("diverged", false) ? std::string("diverged") : fmt::format("{:.4f}", v.value("test_accuracy", 0.0)),
-               fmt::format("{:.1f}", v.value("time_s", 0.0)),
-               has_speedup ? fmt::format("{:.2f}x{}", v["speedup"].get<double>(), mark) : std::string("-"),
-               fmt::format("{:.1f}", v.value("samples_per_s", 0.0)), after);
-  }
-  for (size_t i = 0; i < notes.size(); ++i) fmt::print("{} {}\n", std::string(i + 1, '*'), notes[i]);
-  if (header) fmt::print("\n");
+// The tour rows of the files, one table (tour_table.cpp), file after file
+// (two machines, two days: the same rows in the same order).
+void print_tour_rows(const std::vector<Line>& lines, bool several_files) {
+  std::vector<TourTableRow> rows;
+  for (const Line& line : lines)
+    if (line.value.value("type", "") == "tour") rows.push_back({line.value, several_files ? line.source : ""});
+  if (rows.empty()) return;
+  print_tour_table(rows);
+  fmt::print("\n");
 }
 
 }  // namespace
@@ -346,7 +318,7 @@ int cmd_report(const std::vector<std::string>& files_given, const std::optional<
       break;
     }
 
-  print_tour_table(lines, several);
+  print_tour_rows(lines, several);
   int max_ranks = 1;
   std::vector<Plot> plots = {
       speedup_plot(lines, several, max_ranks),

@@ -1,12 +1,12 @@
 // commands_tour.cpp — `workbook tour`: every chapter's reference solution at a
 // reduced scale, one results table, and the files `workbook report` plots.
 //
-// Each chapter.json lists its tour configurations: {config, ranks, program,
-// args, full_args, note, bandwidth, speed_check_args}. Every configuration is
-// one run of the program (under mpiexec when ranks > 1); "bandwidth" adds a
-// run of a collective benchmark (ch04_bench) whose busbw at the largest size
-// becomes the row's last column; "speed_check_args" (ch01's) reruns the
-// baseline briefly at the end, to see whether the machine's speed held.
+// Each chapter.json lists its tour configurations (TourEntry, cli.hpp).
+// Every configuration is one run of the program (under mpiexec when ranks >
+// 1); "bandwidth" adds a run of a collective benchmark (ch04_bench) whose
+// busbw at the largest size becomes the row's last column;
+// "speed_check_args" (ch01's) reruns the baseline briefly at the end, to see
+// whether the machine's speed held.
 //
 // Written as the runs finish, so an interrupted tour keeps what it measured:
 //   tour.jsonl  {"type": "tour_header"}, then per configuration its
@@ -15,6 +15,7 @@
 //               ("ok": false and "error" when it failed); at the end a
 //               "tour_speed_check" line (ch01's speed at the start and end)
 //   tour.csv    the rows of the table
+// The table itself is tour_table.cpp's, printed from the "tour" lines.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -34,7 +35,7 @@ namespace workbook::cli {
 namespace {
 
 struct TourRow {
-  std::string chapter, config, note_mark, error;  // error: empty when every run of the row worked
+  std::string chapter, config, error;             // error: empty when every run of the row worked
   RunOutcome outcome;
   double time_s = 0.0;
   std::optional<double> speedup;                  // none without a single-device baseline
@@ -55,15 +56,14 @@ std::string csv_field(const std::string& text) {
   return quoted + "\"";
 }
 
-std::vector<std::string> program_argv(const nlohmann::json& entry, const std::string& default_program,
-                                      const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {(build_dir() / "bin/solution" / entry.value("program", default_program)).string()};
+std::vector<std::string> program_argv(const TourProgram& run, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {(build_dir() / "bin/solution" / run.program).string()};
   argv.insert(argv.end(), args.begin(), args.end());
   return argv;
 }
 
-std::vector<std::string> entry_argv(const nlohmann::json& entry, const std::string& default_program, bool full) {
-  return program_argv(entry, default_program, entry.value(full ? "full_args" : "args", std::vector<std::string>{}));
+std::vector<std::string> program_argv(const TourProgram& run, bool full) {
+  return program_argv(run, full ? run.full_args : run.args);
 }
 
 std::string shown_command(const std::vector<std::string>& argv) {
@@ -73,9 +73,8 @@ std::string shown_command(const std::vector<std::string>& argv) {
 // Runs the row's bandwidth benchmark: its lines go to `json`, its busbw at the
 // largest size (ring and library, memcpy aside) into the row. A failed run
 // (ch04_bench fails when any sum is wrong) contributes no numbers.
-void measure_bandwidth(TourRow& row, const nlohmann::json& bandwidth, const std::string& default_program, bool full,
-                       int ranks, std::ofstream& json) {
-  const std::vector<std::string> argv = entry_argv(bandwidth, default_program, full);
+void measure_bandwidth(TourRow& row, const TourProgram& bandwidth, bool full, int ranks, std::ofstream& json) {
+  const std::vector<std::string> argv = program_argv(bandwidth, full);
   fmt::print("\n{} {}, all-reduce bandwidth: {}\n", row.chapter, row.config, shown_command(argv));
   std::fflush(stdout);
   const RunOutcome outcome = run_for_result(argv, /*passthrough=*/true, 1800, ranks);
@@ -107,7 +106,8 @@ void measure_bandwidth(TourRow& row, const nlohmann::json& bandwidth, const std:
   }
 }
 
-void write_row(const TourRow& row, const std::string& note, std::ofstream& json, std::ofstream& csv) {
+// Writes the row's "tour" line and its CSV line; returns the line (the table is printed from it).
+nlohmann::json write_row(const TourRow& row, const std::string& note, std::ofstream& json, std::ofstream& csv) {
   const bool ok = row.error.empty();
   const nlohmann::json& res = row.outcome.result;
   nlohmann::json line = row.outcome.ok ? res : nlohmann::json::object();
@@ -147,6 +147,7 @@ void write_row(const TourRow& row, const std::string& note, std::ofstream& json,
   csv << fmt::format("{}\n", fmt::join(fields, ","));
   json.flush();
   csv.flush();
+  return line;
 }
 
 }  // namespace
@@ -156,9 +157,9 @@ int cmd_tour(bool full, const std::optional<std::string>& json_file, const std::
   std::vector<std::string> targets;
   int total = 0;
   for (const Chapter& c : chapters)
-    for (const auto& entry : c.tour) {
-      targets.push_back(entry.value("program", c.program) + "_solution");
-      if (entry.contains("bandwidth")) targets.push_back(entry["bandwidth"].value("program", c.program) + "_solution");
+    for (const TourEntry& entry : c.tour) {
+      targets.push_back(entry.run.program + "_solution");
+      if (entry.bandwidth) targets.push_back(entry.bandwidth->program + "_solution");
       ++total;
     }
   std::sort(targets.begin(), targets.end());
@@ -183,19 +184,19 @@ int cmd_tour(bool full, const std::optional<std::string>& json_file, const std::
   csv << "chapter,configuration,ranks_or_devices,device,epochs,epochs_trained,train_samples,test_accuracy,diverged,"
          "time_s,speedup,samples_per_s,peak_mem_bytes,busbw_ring_GBps,busbw_library_GBps,busbw_bytes,error\n";
 
-  std::vector<TourRow> rows;
-  std::vector<std::string> notes;       // footnotes, each once, marked *, **, ...
+  std::vector<TourTableRow> table;
+  int failures = 0;
   std::optional<double> baseline_rate;  // the single-device row's samples/s
   std::optional<std::vector<std::string>> speed_check;  // the baseline's brief rerun
   const auto tour_start = std::chrono::steady_clock::now();
   int index = 0;
   for (const Chapter& c : chapters) {
-    for (const auto& entry : c.tour) {
+    for (const TourEntry& entry : c.tour) {
       TourRow row;
       row.chapter = c.id;
-      row.config = entry.value("config", "");
-      const int ranks = entry.value("ranks", 1);
-      const std::vector<std::string> argv = entry_argv(entry, c.program, full);
+      row.config = entry.config;
+      const int ranks = entry.ranks;
+      const std::vector<std::string> argv = program_argv(entry.run, full);
       fmt::print("\n[{}/{}] {} {}{}: {}\n", ++index, total, c.id, row.config,
                  ranks > 1 ? fmt::format(" ({} ranks)", ranks) : "", shown_command(argv));
       std::fflush(stdout);
@@ -204,19 +205,12 @@ int cmd_tour(bool full, const std::optional<std::string>& json_file, const std::
         row.error = row.outcome.error;
         fmt::print("  failed: {}\n", row.outcome.error);
       }
-      const std::string note = entry.value("note", "");
-      if (!note.empty()) {
-        auto at = std::find(notes.begin(), notes.end(), note);
-        if (at == notes.end()) at = notes.insert(notes.end(), note);
-        row.note_mark = std::string(static_cast<size_t>(at - notes.begin()) + 1, '*');
-      }
       if (row.outcome.ok) {
         const nlohmann::json& res = row.outcome.result;
         const double rate = res.value("samples_per_s", 0.0);
         if (c.id == "ch01" && rate > 0) {
           baseline_rate = rate;
-          if (entry.contains("speed_check_args"))
-            speed_check = program_argv(entry, c.program, entry["speed_check_args"].get<std::vector<std::string>>());
+          if (entry.speed_check_args) speed_check = program_argv(entry.run, *entry.speed_check_args);
         }
         // A diverged ch06 run stops early: its time is that of the epochs it trained.
         row.time_s = res.value("epoch_s", 0.0) * res.value("epochs_trained", res.value("epochs", 1));
@@ -230,13 +224,13 @@ int cmd_tour(bool full, const std::optional<std::string>& json_file, const std::
                                     {"test_accuracy", line.value("test_accuracy", 0.0)}})
                         .dump()
                  << "\n";
-        if (entry.contains("bandwidth")) measure_bandwidth(row, entry["bandwidth"], c.program, full, ranks, json);
+        if (entry.bandwidth) measure_bandwidth(row, *entry.bandwidth, full, ranks, json);
       }
-      write_row(row, note, json, csv);
+      table.push_back({write_row(row, entry.note, json, csv), ""});
+      if (!row.error.empty()) ++failures;
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - tour_start).count();
       fmt::print("[{}/{}] {} {}: {} in {:.0f} s; the tour so far {}\n", index, total, c.id, row.config,
                  row.error.empty() ? "done" : "failed", row.outcome.wall_s, format_duration(elapsed));
-      rows.push_back(std::move(row));
     }
   }
 
@@ -270,42 +264,7 @@ int cmd_tour(bool full, const std::optional<std::string>& json_file, const std::
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - tour_start).count();
   fmt::print("\nworkbook tour{}: the reference solutions on this machine ({} cores, LibTorch {}), {}, in {}\n\n",
              full ? " --full" : "", cores, config::torch_version, date, format_duration(elapsed));
-  const char* layout = "{:<7} {:<24} {:>9} {:>6} {:>8} {:>7} {:>8} {:>9} {:>13} {:>11}\n";
-  fmt::print(fmt::runtime(layout), "chapter", "configuration", "ranks/dev", "device", "test_acc", "time_s", "speedup",
-             "samples/s", "peak_mem/rank", "busbw ring/");
-  fmt::print(fmt::runtime(layout), "", "", "", "", "", "", "", "", "", "lib (GB/s)");
-  int failures = 0;
-  std::string busbw_legend;
-  for (const TourRow& r : rows) {
-    if (!r.error.empty()) ++failures;
-    if (!r.outcome.ok) {
-      fmt::print("{:<7} {:<24} failed: {}\n", r.chapter, r.config, r.error);
-      continue;
-    }
-    const nlohmann::json& res = r.outcome.result;
-    std::string busbw = "-";
-    if (r.busbw_bytes > 0) {
-      busbw = fmt::format("{:.2f}/{:.2f}", r.busbw_ring, r.busbw_library);
-      busbw_legend = fmt::format("busbw: at {} MiB, {}'s reference ring / the library's all-reduce ({}), measured in "
-                                 "the same run; busbw = algbw x 2(n-1)/n, as nccl-tests defines it.",
-                                 r.busbw_bytes >> 20, r.chapter, r.library);
-    } else if (!r.error.empty()) {
-      busbw = "failed";
-    }
-    // A diverged run (ch06's warm-up at a large batch can) says so instead of its 0.1000.
-    const std::string accuracy = res.value("diverged", false) ? std::string("diverged")
-                                                              : fmt::format("{:.4f}", res.value("test_accuracy", 0.0));
-    // ranks/dev: processes, or for DataParallel (one process) its devices.
-    fmt::print(fmt::runtime(layout), r.chapter, r.config, res.value("devices", res.value("ranks", 1)),
-               res.value("device", "?"), accuracy, fmt::format("{:.1f}", r.time_s),
-               r.speedup ? fmt::format("{:.2f}x{}", *r.speedup, r.note_mark) : std::string("-"),
-               fmt::format("{:.1f}", res.value("samples_per_s", 0.0)), format_mib(res.value("peak_mem_bytes", 0.0)),
-               busbw);
-  }
-  fmt::print("\nspeedup: samples/s over ch01's single device{} (time_s: the training time, evaluation excluded).\n",
-             baseline_rate ? "" : " (no speedups: the single-device run failed)");
-  for (size_t i = 0; i < notes.size(); ++i) fmt::print("{} {}\n", std::string(i + 1, '*'), notes[i]);
-  if (!busbw_legend.empty()) fmt::print("{}\n", busbw_legend);
+  print_tour_table(table);
   if (!speed_line.empty()) fmt::print("{}\n", speed_line);
   fmt::print("\nresults: {} and {}\nplots:   workbook report {} --out {}\n", json_path.string(), csv_path.string(),
              json_path.string(), (build_dir() / "report").string());

@@ -1,4 +1,4 @@
-// main.cpp — `workbook`: how a person uses the workbook (DESIGN.md, "The workbook CLI").
+// main.cpp — `workbook`: how a person uses the workbook (ARCHITECTURE.md, "The CLI").
 #include <algorithm>
 
 #include <CLI/CLI.hpp>
@@ -6,9 +6,11 @@
 
 #include "commands.hpp"
 #include "workbook/errors.hpp"
+#include "workbook/exit_status.hpp"
 
 int main(int argc, char** argv) {
   using namespace workbook::cli;
+  using workbook::ExitStatus, workbook::exit_code, workbook::failure_prefix;
   CLI::App app{"The distributed-training workbook: exercises, checks, hints, runs and benchmarks", "workbook"};
   app.require_subcommand(1);
   int status = 0;
@@ -108,13 +110,14 @@ int main(int argc, char** argv) {
     app.parse(own_args);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);  // prints help, or the mistake
-    return code == 0 ? 0 : 2;
+    return code == 0 ? 0 : exit_code(ExitStatus::UserError);
   } catch (const workbook::UserError& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return 2;
+    // The one message and the exit status of ARCHITECTURE.md, "Errors and exit status".
+    fmt::print(stderr, "{}{}\n", failure_prefix(ExitStatus::UserError), e.what());
+    return exit_code(ExitStatus::UserError);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "internal error: {}\n", e.what());
-    return 1;
+    fmt::print(stderr, "{}{}\n", failure_prefix(ExitStatus::InternalError), e.what());
+    return exit_code(ExitStatus::InternalError);
   }
   return status;
 }

@@ -1,9 +1,12 @@
 // manifest.cpp — chapters (chapter.json), hints (hints.md) and saved state.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <sstream>
+#include <type_traits>
 
 #include "cli.hpp"
 #include "workbook/config.hpp"
@@ -29,43 +32,203 @@ nlohmann::json read_json(const fs::path& path) {
   }
 }
 
-Chapter parse_chapter(const fs::path& manifest) {
-  nlohmann::json j = read_json(manifest);
-  Chapter chapter;
-  try {
-    chapter.folder = manifest.parent_path().filename().string();
-    chapter.id = j.at("id").get<std::string>();
-    chapter.title = j.at("title").get<std::string>();
-    chapter.max_ranks = j.value("max_ranks", 1);
-    chapter.program = j.value("program", "");
-    chapter.test_ranks = j.value("test_ranks", std::vector<int>{});
-    // "bench": one part (an object) or several (a list of them).
-    const nlohmann::json bench = j.value("bench", nlohmann::json::object());
-    if (bench.is_array()) chapter.bench = bench.get<std::vector<nlohmann::json>>();
-    else if (!bench.empty()) chapter.bench = {bench};
-    chapter.tour = j.value("tour", nlohmann::json::array());
-    // Checked here, so that a mistake in a manifest is reported with its file.
-    for (const auto& part : chapter.bench) {
-      if (!part.is_object()) throw UserError(fmt::format("{}: each bench part must be an object", manifest.string()));
-      for (const auto& b : part.value("baselines", nlohmann::json::array()))
-        if (!b.at("name").is_string() || !b.at("command").is_array())
-          throw UserError(fmt::format("{}: a bench baseline needs \"name\" and \"command\"", manifest.string()));
-      for (const auto& c : part.value("configs", nlohmann::json::array()))
-        if (!c.at("name").is_string() || c.value("ranks", 0) < 1)
-          throw UserError(fmt::format("{}: a bench config needs \"name\" and \"ranks\" >= 1", manifest.string()));
-    }
-    for (int n : chapter.test_ranks)
-      if (n < 1) throw UserError(fmt::format("{}: test_ranks must be positive", manifest.string()));
-    if (!chapter.tour.is_array()) throw UserError(fmt::format("{}: \"tour\" must be a list", manifest.string()));
-    for (const auto& t : chapter.tour)
-      if (!t.is_object() || !t.at("config").is_string() || !t.value("args", nlohmann::json::array()).is_array())
-        throw UserError(fmt::format("{}: each tour entry needs \"config\" and \"args\"", manifest.string()));
-    for (const auto& e : j.at("exercises"))
-      chapter.exercises.push_back({e.at("id").get<std::string>(), e.at("title").get<std::string>(),
-                                   e.at("file").get<std::string>()});
-  } catch (const nlohmann::json::exception& e) {
-    throw UserError(fmt::format("{}: {}", manifest.string(), e.what()));
+// Note: [manifests checked when they load] A chapter.json is read into typed
+// structs (cli.hpp) here, every key checked: a key the CLI does not know, a
+// value of the wrong type, or an unknown bench kind stops every command with
+// the file and the key named. Read later with defaults, a misspelt key would
+// silently be the default.
+
+// One JSON object of a manifest, read field by field.
+class Fields {
+ public:
+  // `path`: where the object is in the file ("bench[1]"; "" for the top).
+  Fields(const nlohmann::json& object, const fs::path& file, std::string path)
+      : object_(object), file_(file), path_(std::move(path)) {
+    if (!object.is_object()) fail("", "must be an object");
   }
+  // The same, when `known` are all the keys it may have.
+  Fields(const nlohmann::json& object, const fs::path& file, std::string path, const std::vector<std::string>& known)
+      : Fields(object, file, std::move(path)) {
+    only(known);
+  }
+
+  void only(const std::vector<std::string>& known) const {
+    for (const auto& [key, value] : object_.items())
+      if (std::find(known.begin(), known.end(), key) == known.end())
+        fail(key, fmt::format("unknown key (known here: {})", fmt::join(known, ", ")));
+  }
+
+  bool has(const std::string& key) const { return object_.contains(key); }
+
+  // The key's value, of type T (a string, an int, a bool, or a list of strings or ints), or `fallback`.
+  template <class T>
+  T get(const std::string& key, T fallback) const {
+    return has(key) ? required<T>(key) : fallback;
+  }
+
+  template <class T>
+  T required(const std::string& key) const {
+    if (!has(key)) fail(key, "missing");
+    const nlohmann::json& value = object_.at(key);
+    if (!has_type<T>(value)) fail(key, fmt::format("must be {}, not {}", type_name<T>(), value.dump()));
+    return value.get<T>();
+  }
+
+  // An int of at least `least`; without a fallback, the key must be there.
+  int count(const std::string& key, std::optional<int> fallback, int least) const {
+    const int n = fallback ? get(key, *fallback) : required<int>(key);
+    if (n < least) fail(key, fmt::format("must be at least {}, not {}", least, n));
+    return n;
+  }
+
+  // The objects of a list, each with where it is ("bench[1]").
+  std::vector<std::pair<const nlohmann::json*, std::string>> list(const std::string& key) const {
+    std::vector<std::pair<const nlohmann::json*, std::string>> items;
+    if (!has(key)) return items;
+    const nlohmann::json& value = object_.at(key);
+    if (!value.is_array()) fail(key, "must be a list");
+    for (size_t i = 0; i < value.size(); ++i) items.push_back({&value[i], fmt::format("{}[{}]", where(key), i)});
+    return items;
+  }
+
+  const nlohmann::json& at(const std::string& key) const { return object_.at(key); }
+  std::string where(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    const std::string at = key.empty() ? path_ : where(key);
+    throw UserError(fmt::format("{}: {}{}", file_.string(), at.empty() ? "" : at + ": ", what));
+  }
+
+ private:
+  template <class T>
+  static bool has_type(const nlohmann::json& v) {
+    auto all = [&](auto test) { return v.is_array() && std::all_of(v.begin(), v.end(), test); };
+    if constexpr (std::is_same_v<T, std::string>) return v.is_string();
+    else if constexpr (std::is_same_v<T, bool>) return v.is_boolean();
+    else if constexpr (std::is_same_v<T, int>) return v.is_number_integer();
+    else if constexpr (std::is_same_v<T, std::vector<std::string>>)
+      return all([](const auto& e) { return e.is_string(); });
+    else return all([](const auto& e) { return e.is_number_integer(); });  // std::vector<int>
+  }
+  template <class T>
+  static const char* type_name() {
+    if constexpr (std::is_same_v<T, std::string>) return "a string";
+    else if constexpr (std::is_same_v<T, bool>) return "true or false";
+    else if constexpr (std::is_same_v<T, int>) return "a whole number";
+    else if constexpr (std::is_same_v<T, std::vector<std::string>>) return "a list of strings";
+    else return "a list of whole numbers";
+  }
+
+  const nlohmann::json& object_;
+  const fs::path& file_;
+  std::string path_;
+};
+
+using Strings = std::vector<std::string>;
+
+const std::pair<const char*, BenchKind> kBenchKinds[] = {
+    {"training", BenchKind::Training}, {"scaling", BenchKind::Scaling},
+    {"rows", BenchKind::Rows},         {"bandwidth", BenchKind::Bandwidth}};
+
+BenchPart parse_bench_part(const nlohmann::json& object, const fs::path& file, const std::string& path,
+                           const std::string& chapter_program) {
+  // The kind first: it decides which keys the part may have.
+  const Fields f(object, file, path);
+  const std::string kind = f.get<std::string>("kind", "training");
+  const auto known =
+      std::find_if(std::begin(kBenchKinds), std::end(kBenchKinds), [&](const auto& k) { return kind == k.first; });
+  if (known == std::end(kBenchKinds))
+    f.fail("kind", fmt::format("unknown kind \"{}\" (known: training, the default; scaling; rows; bandwidth)", kind));
+  BenchPart part;
+  part.kind = known->second;
+  Strings keys = {"kind", "title", "program", "args", "baselines", "repeats", "note"};
+  if (part.kind == BenchKind::Scaling) keys.push_back("configs");
+  else keys.insert(keys.end(), {"ranks", "default_ranks"});
+  if (part.kind == BenchKind::Rows) keys.insert(keys.end(), {"keys", "metric", "extra_metrics", "lower_is_better"});
+  f.only(keys);
+
+  part.title = f.get<std::string>("title", "");
+  part.program = f.get("program", chapter_program);
+  if (part.program.empty()) f.fail("program", "missing, and the chapter names no program");
+  part.args = f.get("args", Strings{});
+  for (const auto& [baseline, where] : f.list("baselines")) {
+    const Fields b(*baseline, file, where, {"name", "command"});
+    part.baselines.push_back({b.required<std::string>("name"), b.required<Strings>("command")});
+    if (part.baselines.back().command.empty()) b.fail("command", "must name a program");
+  }
+  part.repeats = f.count("repeats", part.repeats, 1);
+  part.note = f.get<std::string>("note", "");
+  if (f.has("ranks")) part.ranks = f.count("ranks", 1, 1);
+  part.default_ranks = f.count("default_ranks", part.default_ranks, 1);
+  for (const auto& [config, where] : f.list("configs")) {
+    const Fields c(*config, file, where, {"name", "ranks", "threads"});
+    part.configs.push_back(
+        {c.required<std::string>("name"), c.count("ranks", std::nullopt, 1), c.count("threads", 1, 1)});
+  }
+  if (part.kind == BenchKind::Scaling && part.configs.empty()) f.fail("configs", "a scaling part needs at least one");
+  part.keys = f.get("keys", Strings{});
+  if (part.kind == BenchKind::Rows && part.keys.empty())
+    f.fail("keys", "a rows part names its points by at least one key");
+  part.metric = f.get("metric", part.metric);
+  part.extra_metrics = f.get("extra_metrics", Strings{});
+  part.lower_is_better = f.get("lower_is_better", part.lower_is_better);
+  return part;
+}
+
+TourProgram parse_tour_program(const Fields& f, const std::string& chapter_program) {
+  TourProgram run{f.get("program", chapter_program), f.get("args", Strings{}), f.get("full_args", Strings{})};
+  if (run.program.empty()) f.fail("program", "missing, and the chapter names no program");
+  return run;
+}
+
+TourEntry parse_tour_entry(const nlohmann::json& object, const fs::path& file, const std::string& path,
+                           const std::string& chapter_program) {
+  const Fields f(object, file, path,
+                 {"config", "ranks", "program", "args", "full_args", "note", "bandwidth", "speed_check_args"});
+  TourEntry entry;
+  entry.config = f.required<std::string>("config");
+  entry.ranks = f.count("ranks", 1, 1);
+  entry.run = parse_tour_program(f, chapter_program);
+  entry.note = f.get<std::string>("note", "");
+  if (f.has("bandwidth")) {
+    const Fields bandwidth(f.at("bandwidth"), file, f.where("bandwidth"), {"program", "args", "full_args"});
+    entry.bandwidth = parse_tour_program(bandwidth, chapter_program);
+  }
+  if (f.has("speed_check_args")) entry.speed_check_args = f.required<Strings>("speed_check_args");
+  return entry;
+}
+
+Chapter parse_chapter(const fs::path& manifest) {
+  const nlohmann::json j = read_json(manifest);
+  // "uses" is CMake's (cmake/WorkbookChapter.cmake): the earlier chapters this one links.
+  const Fields f(j, manifest, "",
+                 {"id", "title", "max_ranks", "test_ranks", "program", "exercises", "bench", "tour", "uses"});
+  Chapter chapter;
+  chapter.folder = manifest.parent_path().filename().string();
+  chapter.id = f.required<std::string>("id");
+  chapter.title = f.required<std::string>("title");
+  chapter.max_ranks = f.count("max_ranks", 1, 1);
+  chapter.program = f.get<std::string>("program", "");
+  chapter.test_ranks = f.get("test_ranks", std::vector<int>{});
+  for (int n : chapter.test_ranks)
+    if (n < 1) f.fail("test_ranks", "must be positive");
+  f.get("uses", Strings{});  // only its type checked
+  if (!f.has("exercises")) f.fail("exercises", "missing");
+  for (const auto& [exercise, where] : f.list("exercises")) {
+    const Fields e(*exercise, manifest, where, {"id", "title", "file"});
+    chapter.exercises.push_back({e.required<std::string>("id"), e.required<std::string>("title"),
+                                 e.required<std::string>("file")});
+  }
+  // "bench": one part (an object) or several (a list of them).
+  if (f.has("bench") && f.at("bench").is_object()) {
+    if (!f.at("bench").empty())
+      chapter.bench.push_back(parse_bench_part(f.at("bench"), manifest, "bench", chapter.program));
+  } else {
+    for (const auto& [part, where] : f.list("bench"))
+      chapter.bench.push_back(parse_bench_part(*part, manifest, where, chapter.program));
+  }
+  for (const auto& [entry, where] : f.list("tour"))
+    chapter.tour.push_back(parse_tour_entry(*entry, manifest, where, chapter.program));
   WB_CHECK(chapter.id == "ch" + chapter.folder.substr(0, 2), "{}: id {} does not match the folder {}",
            manifest.string(), chapter.id, chapter.folder);
   return chapter;

@@ -1,6 +1,8 @@
-// errors.cpp — the message a learner sees for an exercise not written yet.
+// errors.cpp — the message a learner sees for an exercise not written yet,
+// and the one message of a program that failed.
 #include "workbook/errors.hpp"
 
+#include <cstdio>
 #include <string_view>
 
 #include "workbook/config.hpp"
@@ -20,5 +22,13 @@ NotImplemented::NotImplemented(const std::string& exercise, const char* file, in
           "(the lesson explains it; `workbook hint {}` gives a hint)",
           exercise, exercise, relative_to_source(file), line, exercise)),
       exercise_(exercise) {}
+
+ExitStatus report_failure(const std::exception& error, std::string_view context) {
+  ExitStatus kind = ExitStatus::InternalError;
+  if (dynamic_cast<const UserError*>(&error) != nullptr) kind = ExitStatus::UserError;
+  if (dynamic_cast<const NotImplemented*>(&error) != nullptr) kind = ExitStatus::NotImplemented;
+  fmt::print(stderr, "{}{}{}\n", failure_prefix(kind), context, error.what());
+  return kind;
+}
 
 }  // namespace workbook

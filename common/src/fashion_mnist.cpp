@@ -176,4 +176,16 @@ FashionMnist load_fashion_mnist(const fs::path& directory, const LoadOptions& op
   return data;
 }
 
+FashionMnist load_training_data(const std::optional<std::filesystem::path>& directory, int64_t train_samples,
+                                const torch::Device& device) {
+  LoadOptions load;
+  load.train_samples = train_samples;
+  FashionMnist data = load_fashion_mnist(find_fashion_mnist(directory), load);
+  for (Dataset* split : {&data.train, &data.test}) {
+    split->images = split->images.to(device);
+    split->labels = split->labels.to(device);
+  }
+  return data;
+}
+
 }  // namespace workbook

@@ -7,7 +7,8 @@
 
 namespace workbook {
 
-JsonLines::JsonLines(const std::optional<std::filesystem::path>& file) {
+void JsonLines::open(const std::optional<std::filesystem::path>& file) {
+  WB_ASSERT(out_ == nullptr, "JsonLines opened twice");
   if (!file) return;
   if (file->string() == "-") {
     out_ = stdout;

@@ -1,4 +1,4 @@
-// train_flags.cpp — common flags and the top-level error handling of a program.
+// train_flags.cpp — the flags every training program takes.
 #include "workbook/train_flags.hpp"
 #include "workbook/parse_flags.hpp"
 
@@ -6,9 +6,7 @@
 
 #include <cstdlib>
 
-#include "workbook/allocator.hpp"
 #include "workbook/device.hpp"
-#include "workbook/errors.hpp"
 
 namespace workbook {
 
@@ -58,21 +56,9 @@ void parse_flags_or_exit(CLI::App& app, int argc, char** argv) {
 
 TrainFlags parse_train_flags(CLI::App& app, TrainFlags& flags, int argc, char** argv) {
   parse_flags_or_exit(app, argc, argv);
-  tune_cpu_allocator();
   if (flags.threads == 0) flags.threads = available_cores();
   set_threads(flags.threads);
   return flags;
-}
-
-FashionMnist load_training_data(const TrainFlags& flags, const torch::Device& device) {
-  LoadOptions load;
-  load.train_samples = flags.train_samples;
-  FashionMnist data = load_fashion_mnist(find_fashion_mnist(flags.data), load);
-  for (Dataset* split : {&data.train, &data.test}) {
-    split->images = split->images.to(device);
-    split->labels = split->labels.to(device);
-  }
-  return data;
 }
 
 void add_distributed_flags(CLI::App& app, CommunicatorOptions& options) {
@@ -83,42 +69,6 @@ void add_distributed_flags(CLI::App& app, CommunicatorOptions& options) {
   app.add_flag("--check-collectives", options.check_collectives,
                "compare every collective across ranks before it runs: a mismatch fails at once, naming the ranks "
                "and calls (also $WORKBOOK_CHECK_COLLECTIVES=1)");
-}
-
-int run_distributed_main(const std::function<int(const LaunchEnv&)>& body) {
-  LaunchEnv env;
-  std::string prefix;
-  int status = 0;
-  try {
-    env = read_launch_env();
-    if (env.distributed()) prefix = env.label() + ": ";
-    status = body(env);
-  } catch (const UserError& e) {
-    fmt::print(stderr, "error: {}{}\n", prefix, e.what());
-    status = 2;
-  } catch (const NotImplemented& e) {
-    fmt::print(stderr, "not done yet: {}{}\n", prefix, e.what());
-    status = 3;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "internal error: {}{}\n", prefix, e.what());
-    status = 1;
-  }
-  exit_distributed(status, env);
-}
-
-int run_main(const std::function<int()>& body) {
-  try {
-    return body();
-  } catch (const UserError& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return 2;
-  } catch (const NotImplemented& e) {
-    fmt::print(stderr, "not done yet: {}\n", e.what());
-    return 3;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "internal error: {}\n", e.what());
-    return 1;
-  }
 }
 
 }  // namespace workbook

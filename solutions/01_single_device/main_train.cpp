@@ -10,44 +10,31 @@
 
 #include "single_device.hpp"
 #include "workbook/device.hpp"
-#include "workbook/fashion_mnist.hpp"
+#include "workbook/epoch_meter.hpp"
 #include "workbook/memory.hpp"
 #include "workbook/models.hpp"
-#include "workbook/progress.hpp"
-#include "workbook/results.hpp"
-#include "workbook/timing.hpp"
-#include "workbook/train_flags.hpp"
+#include "workbook/program.hpp"
 
 namespace {
 
 constexpr int64_t kWarmupSteps = 5;      // untimed steps at the start of the first epoch
 constexpr int64_t kEvalBatch = 1000;
 
-int train(int argc, char** argv) {
-  CLI::App app{"Chapter 1: train FashionCNN on a single device (CPU or one GPU)", "ch01_train"};
-  workbook::TrainFlags flags;
-  workbook::add_train_flags(app, flags);
-  workbook::parse_train_flags(app, flags, argc, argv);
-
-  const torch::Device device = workbook::parse_device(flags.device);
+int train(workbook::Program& program) {
+  const workbook::TrainFlags& flags = program.parse();
+  const torch::Device device = program.device();
   torch::manual_seed(flags.seed);
-  const workbook::FashionMnist data = workbook::load_training_data(flags, device);  // all of it on the device
+  const workbook::FashionMnist data = program.load_data();  // all of it on the device
 
   auto model = std::make_shared<workbook::FashionCNN>();
   model->to(device);
   torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(flags.lr));
-  workbook::JsonLines json(flags.json);
 
-  fmt::print("ch01_train: FashionCNN ({} parameters), {} train / {} test samples, batch {}, Adam lr {}, "
-             "device {}, {} thread(s)\n",
-             workbook::count_parameters(*model), data.train.size(), data.test.size(), flags.batch, flags.lr,
-             device.str(), flags.threads);
-  workbook::Table table({{"epoch", 5}, {"train_loss", 10}, {"test_loss", 9}, {"test_acc", 8},
-                         {"epoch_s", 8}, {"samples/s", 10}, {"peak_mem", 10}});
-  fmt::print("{}\n", table.header());
-
-  double epoch_seconds_sum = 0.0, timed_seconds = 0.0;
-  int64_t timed_samples = 0;
+  program.say("ch01_train: FashionCNN ({} parameters), {} train / {} test samples, batch {}, Adam lr {}, "
+              "device {}, {} thread(s)",
+              workbook::count_parameters(*model), data.train.size(), data.test.size(), flags.batch, flags.lr,
+              device.str(), flags.threads);
+  workbook::EpochMeter meter(program, kWarmupSteps);  // the rows; ch01::train_epoch times its own steps
   ch01::EvalResult eval;
   for (int epoch = 1; epoch <= flags.epochs; ++epoch) {
     const torch::Tensor order = ch01::epoch_order(data.train.size(), flags.seed, epoch, /*shuffle=*/true);
@@ -58,49 +45,27 @@ int train(int argc, char** argv) {
         ch01::train_epoch(*model, optimizer, data.train.images, data.train.labels, order, flags.batch, device,
                           epoch == 1 ? kWarmupSteps : 0, [&](int64_t done, int64_t total) { bar.update(done); });
     workbook::synchronize(device);
-    const double epoch_seconds = workbook::now_seconds() - started;
+    const workbook::EpochTotals totals{epoch, stats.mean_loss, workbook::now_seconds() - started,
+                                       stats.samples_per_s()};
     bar.finish();
     eval = ch01::evaluate(*model, data.test.images, data.test.labels, kEvalBatch, device);
-
-    epoch_seconds_sum += epoch_seconds;
-    timed_seconds += stats.timed_seconds;
-    timed_samples += stats.timed_samples;
-    const int64_t peak = workbook::peak_memory_bytes(device);
-    fmt::print("{}\n", table.row({fmt::format("{}", epoch), fmt::format("{:.4f}", stats.mean_loss),
-                                  fmt::format("{:.4f}", eval.mean_loss), fmt::format("{:.4f}", eval.accuracy()),
-                                  fmt::format("{:.2f}", epoch_seconds), fmt::format("{:.1f}", stats.samples_per_s()),
-                                  workbook::format_bytes(peak)}));
-    std::fflush(stdout);  // a row per epoch also when stdout is a file (a cluster job's log)
-    json.write({{"type", "epoch"}, {"chapter", "ch01"}, {"epoch", epoch}, {"train_loss", stats.mean_loss},
-                {"test_loss", eval.mean_loss}, {"test_accuracy", eval.accuracy()}, {"epoch_s", epoch_seconds},
-                {"samples_per_s", stats.samples_per_s()}, {"peak_mem_bytes", peak}});
+    meter.record(totals, stats.timed_seconds, stats.timed_samples);
+    meter.report(totals, eval.mean_loss, eval.accuracy());
   }
 
-  const double samples_per_s = timed_seconds > 0 ? static_cast<double>(timed_samples) / timed_seconds : 0.0;
-  const nlohmann::json result = {{"type", "result"},
-                                 {"chapter", "ch01"},
-                                 {"config", "single device"},
-                                 {"device", device.str()},
-                                 {"ranks", 1},
-                                 {"threads", flags.threads},
-                                 {"epochs", flags.epochs},
-                                 {"batch", flags.batch},
-                                 {"train_samples", data.train.size()},
-                                 {"test_accuracy", eval.accuracy()},
-                                 {"test_correct", eval.correct},
-                                 {"test_loss", eval.mean_loss},
-                                 {"samples_per_s", samples_per_s},
-                                 {"epoch_s", epoch_seconds_sum / flags.epochs},
-                                 {"peak_mem_bytes", workbook::peak_memory_bytes(device)}};
-  json.write(result);
-  fmt::print("result: test accuracy {:.4f} ({}/{}), {:.1f} samples/s, {:.2f} s/epoch, peak memory {}\n",
-             eval.accuracy(), eval.correct, eval.total, samples_per_s, epoch_seconds_sum / flags.epochs,
-             workbook::format_bytes(workbook::peak_memory_bytes(device)));
+  workbook::RunResult result = meter.result("single device");
+  result.train_samples = data.train.size();
+  result.evaluated(eval.accuracy(), eval.mean_loss, eval.correct, eval.total);
+  result.summary = fmt::format("result: test accuracy {:.4f} ({}/{}), {:.1f} samples/s, {:.2f} s/epoch, peak memory {}",
+                               eval.accuracy(), eval.correct, eval.total, result.samples_per_s, result.epoch_s,
+                               workbook::format_bytes(result.peak_mem_bytes));
+  program.finish(result);
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  return workbook::run_main([&] { return train(argc, argv); });
+  return workbook::single_process_main(
+      argc, argv, {"ch01_train", "Chapter 1: train FashionCNN on a single device (CPU or one GPU)"}, train);
 }

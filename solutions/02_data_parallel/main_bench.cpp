@@ -28,7 +28,7 @@
 #include "workbook/results.hpp"
 #include "workbook/statistics.hpp"
 #include "workbook/timing.hpp"
-#include "workbook/train_flags.hpp"
+#include "workbook/program.hpp"
 
 namespace {
 
@@ -85,22 +85,19 @@ std::vector<double> time_interleaved(const std::vector<std::function<void()>>& c
   return medians;
 }
 
-int bench(int argc, char** argv) {
-  CLI::App app{"Chapter 2 benchmark: DataParallel forward time by replicas and batch; replicate's share of a step",
-               "ch02_bench"};
-  workbook::TrainFlags flags;
+int bench(workbook::Program& program) {
   std::vector<int> replica_counts = {1, 2, 4};
   std::vector<int64_t> batches = {32, 128, 512, 2048, 4096};
   int64_t step_batch = 256;
   double min_time = 0.5;
-  workbook::add_train_flags(app, flags);
+  CLI::App& app = program.cli();
   app.add_option("--replicas", replica_counts, "replica counts to measure")->delimiter(',')->check(CLI::Range(1, 64));
   app.add_option("--batches", batches, "batch sizes to measure")->delimiter(',')->check(CLI::Range(1, 1 << 20));
   app.add_option("--step-batch", step_batch, "batch of the training steps")->check(CLI::Range(1, 1 << 20));
   app.add_option("--min-time", min_time, "seconds to measure each point for (at least 3 rounds)")
       ->check(CLI::Range(0.0, 600.0));
-  workbook::parse_train_flags(app, flags, argc, argv);
-  const torch::Device device = workbook::parse_device(flags.device);
+  const workbook::TrainFlags& flags = program.parse();
+  const torch::Device device = program.device();
   WB_CHECK(*std::max_element(replica_counts.begin(), replica_counts.end()) <=
                *std::min_element(batches.begin(), batches.end()),
            "every batch needs at least one sample per replica: the smallest --batches is below the largest --replicas");
@@ -108,7 +105,7 @@ int bench(int argc, char** argv) {
   torch::manual_seed(flags.seed);
   auto model = std::make_shared<workbook::FashionCNN>();
   model->to(device);
-  workbook::JsonLines json(flags.json);
+  workbook::JsonLines& json = program.json();
   workbook::Table table({{"measure", 7}, {"replicas", 8}, {"batch", 6}, {"impl", 13}, {"ms", 9}, {"samples/s", 10},
                          {"replicate", 9}});
   fmt::print("ch02_bench: FashionCNN on {}, {} thread(s); median ms per call over >= {:.1f} s of interleaved rounds\n",
@@ -194,13 +191,15 @@ int bench(int argc, char** argv) {
   emit("step", 1, step_batch, "single-module", median(single_ms), -1);
   for (size_t c = 0; c < step_counts.size(); ++c)
     emit("step", step_counts[c], step_batch, "self", median(step_ms[c]), replicate_s[c] / step_s[c]);
-  json.write({{"type", "result"}, {"chapter", "ch02"}, {"config", "bench"}, {"device", device.str()},
-              {"threads", flags.threads}});
+  program.finish(workbook::BenchResult{});
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  return workbook::run_main([&] { return bench(argc, argv); });
+  return workbook::single_process_main(
+      argc, argv,
+      {"ch02_bench", "Chapter 2 benchmark: DataParallel forward time by replicas and batch; replicate's share of a step"},
+      bench);
 }

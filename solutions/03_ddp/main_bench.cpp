@@ -17,12 +17,9 @@
 #include <fmt/format.h>
 
 #include "ddp.hpp"
-#include "workbook/device.hpp"
-#include "workbook/errors.hpp"
-#include "workbook/results.hpp"
+#include "workbook/program.hpp"
 #include "workbook/statistics.hpp"
 #include "workbook/timing.hpp"
-#include "workbook/train_flags.hpp"
 
 namespace {
 
@@ -30,25 +27,15 @@ using workbook::median;
 
 enum class Averaging { Flat, PerParameter, BarrierAndFlat, Every1000 };
 
-int bench(const workbook::LaunchEnv& env, int argc, char** argv) {
-  CLI::App app{"Chapter 3: the cost of averaging gradients (flat vs per parameter, and its share of a step)",
-               "ch03_bench"};
-  workbook::TrainFlags flags;
-  workbook::add_train_flags(app, flags);
-  workbook::CommunicatorOptions comm_options = workbook::CommunicatorOptions::from_environment();
-  workbook::add_distributed_flags(app, comm_options);
+int bench(workbook::Program& program) {
   int steps = 20, rounds = 5;
-  app.add_option("--steps", steps, "timed steps per variant and round")->check(CLI::PositiveNumber);
-  app.add_option("--rounds", rounds, "rounds; each runs every variant once")->check(CLI::PositiveNumber);
-  flags.threads = workbook::default_threads_per_rank(env);
-  workbook::parse_train_flags(app, flags, argc, argv);
-  WB_CHECK(flags.batch % env.world_size == 0, "--batch {} must divide evenly among the {} ranks", flags.batch,
-           env.world_size);
-  const torch::Device requested = workbook::parse_device(flags.device);
-  auto comm = workbook::make_communicator(workbook::backend_for(requested), env, comm_options);
-  const torch::Device device = comm->device();
-  const int64_t local_batch = flags.batch / env.world_size;
-  const bool leader = comm->rank() == 0;
+  program.cli().add_option("--steps", steps, "timed steps per variant and round")->check(CLI::PositiveNumber);
+  program.cli().add_option("--rounds", rounds, "rounds; each runs every variant once")->check(CLI::PositiveNumber);
+  const workbook::TrainFlags& flags = program.parse();
+  const int64_t local_batch = program.local_batch(flags.batch);
+  workbook::Communicator& comm = program.connect();
+  const torch::Device device = comm.device();
+  const int ranks = program.ranks();
 
   torch::manual_seed(flags.seed);
   auto model = std::make_shared<workbook::FashionCNN>();
@@ -59,23 +46,23 @@ int bench(const workbook::LaunchEnv& env, int argc, char** argv) {
 
   int64_t global_step = 0;
   auto step = [&](Averaging averaging) {
-    if (averaging == Averaging::BarrierAndFlat) comm->barrier();  // not needed: the all-reduce already waits
+    if (averaging == Averaging::BarrierAndFlat) comm.barrier();  // not needed: the all-reduce already waits
     optimizer.zero_grad();
     torch::nn::functional::cross_entropy(model->forward(images), labels).backward();
     ++global_step;
-    if (averaging == Averaging::Flat || averaging == Averaging::BarrierAndFlat) ch03::all_reduce_gradients(*model, *comm);
-    if (averaging == Averaging::PerParameter) ch03::all_reduce_gradients_per_parameter(*model, *comm);
-    if (averaging == Averaging::Every1000 && global_step % 1000 == 0) ch03::all_reduce_gradients(*model, *comm);
+    if (averaging == Averaging::Flat || averaging == Averaging::BarrierAndFlat) ch03::all_reduce_gradients(*model, comm);
+    if (averaging == Averaging::PerParameter) ch03::all_reduce_gradients_per_parameter(*model, comm);
+    if (averaging == Averaging::Every1000 && global_step % 1000 == 0) ch03::all_reduce_gradients(*model, comm);
     optimizer.step();
   };
   // Milliseconds per step over `steps` steps. The clock is read after a
   // barrier, so every rank times the same interval.
   auto time_steps = [&](Averaging averaging) {
-    comm->barrier();
+    comm.barrier();
     workbook::Stopwatch clock(device);
     clock.start();
     for (int i = 0; i < steps; ++i) step(averaging);
-    comm->barrier();
+    comm.barrier();
     return 1000.0 * clock.stop() / steps;
   };
   for (int i = 0; i < 5; ++i) step(Averaging::Flat);  // warm-up: first-call allocations
@@ -88,12 +75,12 @@ int bench(const workbook::LaunchEnv& env, int argc, char** argv) {
     for (Averaging v : variants) step_ms[v].push_back(time_steps(v));
     // The gradient all-reduce alone (the gradients hold the last step's values).
     for (int flat = 1; flat >= 0; --flat) {
-      comm->barrier();
+      comm.barrier();
       workbook::Stopwatch clock(device);
       clock.start();
       for (int i = 0; i < steps; ++i) {
-        if (flat) ch03::all_reduce_gradients(*model, *comm);
-        else ch03::all_reduce_gradients_per_parameter(*model, *comm);
+        if (flat) ch03::all_reduce_gradients(*model, comm);
+        else ch03::all_reduce_gradients_per_parameter(*model, comm);
       }
       (flat ? flat_ms : per_parameter_ms).push_back(1000.0 * clock.stop() / steps);
     }
@@ -111,9 +98,9 @@ int bench(const workbook::LaunchEnv& env, int argc, char** argv) {
     ++gradient_tensors;
   }
 
-  workbook::JsonLines json(leader ? flags.json : std::nullopt);
+  workbook::JsonLines& json = program.json();
   auto row = [&](const std::string& measure, const std::string& impl, double ms, std::optional<double> share) {
-    nlohmann::json r = {{"type", "row"}, {"measure", measure}, {"ranks", env.world_size}, {"batch", local_batch},
+    nlohmann::json r = {{"type", "row"}, {"measure", measure}, {"ranks", ranks}, {"batch", local_batch},
                         {"impl", impl}, {"ms", ms}};
     if (share) r["comm_share"] = *share;
     json.write(r);
@@ -125,10 +112,10 @@ int bench(const workbook::LaunchEnv& env, int argc, char** argv) {
   row("allreduce", "self", median(flat_ms), std::nullopt);
   row("allreduce", "per-parameter", median(per_parameter_ms), std::nullopt);
 
-  if (leader) {
+  if (program.leader()) {
     fmt::print("ch03_bench: FashionCNN, {} rank(s), {} samples per rank, {} thread(s) per rank; gradients: {} "
                "tensors, {} elements ({:.1f} MiB); {} rounds of {} steps, medians\n\n",
-               env.world_size, local_batch, flags.threads, gradient_tensors, gradient_elements,
+               ranks, local_batch, flags.threads, gradient_tensors, gradient_elements,
                static_cast<double>(gradient_elements) * 4 / (1 << 20), rounds, steps);
     workbook::Table table({{"measure", 34}, {"ms", 9}, {"comm_share", 10}});
     fmt::print("{}\n", table.header());
@@ -142,15 +129,17 @@ int bench(const workbook::LaunchEnv& env, int argc, char** argv) {
     fmt::print("{}\n", table.row({"gradient all-reduce, flat", fmt::format("{:.2f}", median(flat_ms)), "-"}));
     fmt::print("{}\n", table.row({"gradient all-reduce, per parameter", fmt::format("{:.2f}", median(per_parameter_ms)), "-"}));
   }
-  json.write({{"type", "result"}, {"chapter", "ch03"}, {"config", "bench"}, {"device", device.str()},
-              {"ranks", env.world_size}, {"epochs", 0}, {"test_accuracy", 0.0}, {"samples_per_s",
-              every_step > 0 ? 1000.0 * static_cast<double>(flags.batch) / every_step : 0.0}, {"epoch_s", 0.0},
-              {"peak_mem_bytes", 0}, {"comm_share", comm_share}});
+  workbook::BenchResult result;
+  result.headline = {{"comm_share", comm_share}, {"step_ms", every_step}};
+  program.finish(result);
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  return workbook::run_distributed_main([&](const workbook::LaunchEnv& env) { return bench(env, argc, argv); });
+  return workbook::program_main(
+      argc, argv,
+      {"ch03_bench", "Chapter 3: the cost of averaging gradients (flat vs per parameter, and its share of a step)"},
+      bench);
 }

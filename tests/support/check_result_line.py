@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """check_result_line.py FILE — the last JSON line a run wrote is its result and
-carries every key DESIGN.md requires (Conventions: Output)."""
+carries every key ARCHITECTURE.md requires (Output)."""
 import json
 import sys
 

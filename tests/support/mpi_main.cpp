@@ -37,6 +37,7 @@
 #include "test_record.hpp"
 #include "workbook/allocator.hpp"
 #include "workbook/device.hpp"
+#include "workbook/errors.hpp"
 #include "workbook/watchdog.hpp"
 
 namespace {
@@ -223,8 +224,7 @@ int main(int argc, char** argv) {
   try {
     g_env = workbook::read_launch_env();
   } catch (const std::exception& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
-    return 2;
+    return workbook::exit_code(workbook::report_failure(e));  // a UserError: exit 2
   }
   // The tests' defaults: every collective checked, no call waits more than 30 s.
   setenv("WORKBOOK_CHECK_COLLECTIVES", "1", /*overwrite=*/0);
@@ -235,9 +235,8 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (rank != g_env.rank || size != g_env.world_size) {
-    fmt::print(stderr, "error: MPI says rank {} of {}, the launcher ({}) says {}\n", rank, size, g_env.launcher,
-               g_env.label());
-    return 2;
+    return workbook::exit_code(workbook::report_failure(workbook::UserError(fmt::format(
+        "MPI says rank {} of {}, the launcher ({}) says {}", rank, size, g_env.launcher, g_env.label()))));
   }
   check(MPI_Comm_dup(MPI_COMM_WORLD, &g_results), "MPI_Comm_dup");
   check(MPI_Comm_dup(MPI_COMM_WORLD, &g_agree), "MPI_Comm_dup");

@@ -3,8 +3,11 @@
 #pragma once
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
+
+#include "workbook/exit_status.hpp"
 
 namespace workbook {
 
@@ -31,6 +34,12 @@ class NotImplemented : public std::logic_error {
  private:
   std::string exercise_;
 };
+
+// The one message a program prints for an exception that ended it, on
+// stderr: failure_prefix(kind) + context + what(), e.g. "error: rank 1 of 2:
+// --batch 101 ...". Returns the kind, whose exit code the program then
+// returns (exit_status.hpp): every entry point ends through this one ladder.
+ExitStatus report_failure(const std::exception& error, std::string_view context = "");
 
 // A path inside the repository, shown relative to its root
 // ("chapters/01_single_device/batches.cpp"); other paths unchanged.

@@ -48,6 +48,15 @@ struct LoadOptions {
 // must be 0..9, and each file's decompressed SHA-256 must match data/SHA256SUMS.
 FashionMnist load_fashion_mnist(const std::filesystem::path& directory, const LoadOptions& options = {});
 
+// The data a training program asked for: Fashion-MNIST found from `directory`
+// (or the usual places), checked, cut to `train_samples` (-1: all), and moved
+// to `device`.
+// Note: Fashion-MNIST is 188 MB as float32: it fits on any GPU, so the whole
+// set moves there once and batches are gathered on the device. On the CPU
+// the tensors already are where the model is.
+FashionMnist load_training_data(const std::optional<std::filesystem::path>& directory, int64_t train_samples,
+                                const torch::Device& device);
+
 // The SHA-256 (hex) of a byte string; exposed for tests.
 std::string sha256_hex(const void* data, size_t size);
 

@@ -16,8 +16,9 @@ namespace workbook {
 // "epochs", "test_accuracy", "samples_per_s", "epoch_s", "peak_mem_bytes", ...}.
 class JsonLines {
  public:
-  JsonLines() = default;  // writes nothing
-  explicit JsonLines(const std::optional<std::filesystem::path>& file);
+  JsonLines() = default;  // writes nothing until open()
+  explicit JsonLines(const std::optional<std::filesystem::path>& file) { open(file); }
+  void open(const std::optional<std::filesystem::path>& file);  // no file: writes nothing
   ~JsonLines();
   JsonLines(const JsonLines&) = delete;
   JsonLines& operator=(const JsonLines&) = delete;

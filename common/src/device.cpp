@@ -1,23 +1,13 @@
-// runtime.cpp — devices, threads, clocks, memory and the progress bar.
-#include <malloc.h>
+// device.cpp — devices, CPU threads and the terminal (device.hpp).
+#include "workbook/device.hpp"
+
 #include <sched.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
-#include <limits>
 
-#include "workbook/allocator.hpp"
-#include "workbook/device.hpp"
 #include "workbook/errors.hpp"
-#include "workbook/memory.hpp"
-#include "workbook/communicator.hpp"
-#include "workbook/progress.hpp"
-#include "workbook/timing.hpp"
-
-#ifdef WORKBOOK_TORCH_CUDA
-#include <c10/cuda/CUDACachingAllocator.h>
-#endif
 
 namespace workbook {
 
@@ -109,102 +99,6 @@ void set_threads(int threads) {
   }
 }
 
-void tune_cpu_allocator() {
-#ifdef __GLIBC__
-  constexpr int kTrimThreshold = std::numeric_limits<int>::max();  // give back only beyond 2 GiB of free heap
-  constexpr int kTopPad = 64 << 20;                                 // grow the heap in 64 MiB steps
-  mallopt(M_MMAP_MAX, 0);     // never mmap(): every block, however large, comes from the heap and is reused
-  mallopt(M_ARENA_MAX, 1);    // one heap for every thread (Chapter 2's replica threads reuse its blocks too)
-  mallopt(M_TRIM_THRESHOLD, kTrimThreshold);
-  mallopt(M_TOP_PAD, kTopPad);
-#endif
-}
-
 bool stdout_is_terminal() { return isatty(fileno(stdout)) != 0; }
-
-Stopwatch::Stopwatch(torch::Device device) : device_(device) {
-  if (device_.is_cuda() && built_with_cuda_runtime()) events_ = std::make_unique<CudaEventTimer>(device_.has_index() ? device_.index() : 0);
-}
-
-void Stopwatch::start() {
-  synchronize(device_);
-  if (events_) events_->start();
-  begin_ = std::chrono::steady_clock::now();
-}
-
-double Stopwatch::stop() {
-  if (events_) return seconds_ = events_->stop();
-  synchronize(device_);
-  seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin_).count();
-  return seconds_;
-}
-
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-int64_t peak_memory_bytes(const torch::Device& device) {
-  if (device.is_cuda()) {
-#ifdef WORKBOOK_TORCH_CUDA
-    auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
-    return stats.allocated_bytes[static_cast<size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE)].peak;
-#else
-    return 0;
-#endif
-  }
-  std::ifstream status("/proc/self/status");
-  std::string key;
-  while (status >> key) {
-    if (key == "VmHWM:") {
-      int64_t kib = 0;
-      status >> kib;
-      return kib * 1024;
-    }
-    std::getline(status, key);
-  }
-  return 0;
-}
-
-int64_t largest_peak_memory_bytes(Communicator& comm) {
-  const torch::Tensor mine = torch::full({1}, peak_memory_bytes(comm.device()),
-                                         torch::TensorOptions().dtype(torch::kInt64).device(comm.device()));
-  return comm.all_gather(mine).max().item<int64_t>();
-}
-
-std::string format_bytes(int64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (value >= 1024.0 && unit < 4) {
-    value /= 1024.0;
-    ++unit;
-  }
-  return unit == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", value, units[unit]);
-}
-
-ProgressBar::ProgressBar(std::string label, int64_t total, bool enabled)
-    : label_(std::move(label)), total_(std::max<int64_t>(total, 1)), enabled_(enabled) {}
-
-void ProgressBar::update(int64_t done, const std::string& suffix) {
-  if (!enabled_) return;
-  const double now = now_seconds();
-  if (done < total_ && now - last_draw_ < 0.1) return;  // redraw at most 10 times a second
-  last_draw_ = now;
-  constexpr int kWidth = 30;
-  const int filled = static_cast<int>(kWidth * done / total_);
-  std::string bar(static_cast<size_t>(filled), '#');
-  bar.resize(kWidth, '.');
-  fmt::print("\r{} [{}] {:>3}% {}", label_, bar, 100 * done / total_, suffix);
-  std::fflush(stdout);
-  drawn_ = true;
-}
-
-void ProgressBar::finish() {
-  if (enabled_ && drawn_) {
-    fmt::print("\r\033[2K");
-    std::fflush(stdout);
-  }
-  drawn_ = false;
-}
 
 }  // namespace workbook

@@ -1,0 +1,151 @@
+// commands_bench.cpp — `workbook bench chNN`: the student's build, the
+// reference build and the chapter's baselines, run in turns, each part of the
+// chapter's benchmark in the order its manifest lists them. The tables are
+// bench_tables.cpp's.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "bench.hpp"
+#include "cli.hpp"
+#include "commands.hpp"
+#include "workbook/errors.hpp"
+
+namespace workbook::cli {
+
+std::string Impl::error() const {
+  for (auto run = runs.rbegin(); run != runs.rend(); ++run)
+    if (!run->ok) return run->error;
+  return "";
+}
+
+bool Impl::not_done() const { return !runs.empty() && runs.back().status == ExitStatus::NotImplemented; }
+
+namespace {
+
+// Replaces {chapter_dir}, {source_dir} in a baseline's command line.
+std::string expand(std::string text, const Chapter& chapter) {
+  const std::pair<std::string, std::string> names[] = {
+      {"{chapter_dir}", (source_dir() / "chapters" / chapter.folder).string()},
+      {"{source_dir}", source_dir().string()}};
+  for (const auto& [key, value] : names)
+    for (size_t at; (at = text.find(key)) != std::string::npos;) text.replace(at, key.size(), value);
+  return text;
+}
+
+// The student's build, the reference build and the part's baselines, each
+// with `args` after its command.
+std::vector<Impl> bench_impls(const Chapter& chapter, const BenchPart& part, const std::vector<std::string>& args) {
+  std::vector<Impl> impls = {{"student", {(build_dir() / "bin/student" / part.program).string()}, {}},
+                             {"reference", {(build_dir() / "bin/solution" / part.program).string()}, {}}};
+  for (const Baseline& baseline : part.baselines) {
+    Impl impl{baseline.name, {}, {}};
+    for (const std::string& word : baseline.command) impl.argv.push_back(expand(word, chapter));
+    impls.push_back(impl);
+  }
+  for (Impl& impl : impls) impl.argv.insert(impl.argv.end(), args.begin(), args.end());
+  return impls;
+}
+
+// Runs `impl` once more, saying so as `label`; returns false without running
+// when its last run stopped at an exercise not written yet.
+bool run_once(Impl& impl, int ranks, const std::string& label) {
+  if (impl.not_done()) return false;
+  fmt::print("  run {} ...\n", label);
+  std::fflush(stdout);
+  impl.runs.push_back(run_for_result(impl.argv, /*passthrough=*/false, 3600, ranks));
+  if (!impl.runs.back().ok) fmt::print("    {}\n", impl.runs.back().error);
+  return true;
+}
+
+// Runs every implementation `repeats` times. Note: runs are interleaved
+// (A B C A B C ...) so that a slow spell of a busy machine hits every
+// implementation alike; the tables report medians, which resist outliers.
+void run_interleaved(std::vector<Impl>& impls, int repeats, int ranks, JsonFile& json) {
+  for (int r = 0; r < repeats; ++r)
+    for (Impl& impl : impls) {
+      if (!run_once(impl, ranks, fmt::format("{}/{}: {}", r + 1, repeats, impl.name)) || !json) continue;
+      const RunOutcome& o = impl.runs.back();
+      nlohmann::json line = {{"type", "bench_run"}, {"impl", impl.name}, {"repeat", r}, {"ok", o.ok}};
+      if (o.ok) line["result"] = o.result;
+      else line["error"] = o.error;
+      *json << line.dump() << "\n";
+    }
+}
+
+// A scaling part: every implementation at every configuration (ranks x
+// threads per rank), interleaved the same way.
+int bench_scaling(const Chapter& chapter, const BenchPart& part, int repeats,
+                  const std::vector<std::string>& extra_args, JsonFile& json) {
+  std::vector<ScalingRuns> configs;
+  for (const ScalingConfig& config : part.configs) {
+    std::vector<std::string> args = part.args;
+    args.insert(args.end(), {"--threads", std::to_string(config.threads)});
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    configs.push_back({config, bench_impls(chapter, part, args)});
+  }
+  fmt::print("{} bench, {}\n  {} {}; {} run(s) of each, interleaved; medians\n", chapter.id,
+             part.title.empty() ? "scaling" : part.title, part.program, fmt::join(part.args, " "), repeats);
+  for (int r = 0; r < repeats; ++r)
+    for (ScalingRuns& runs : configs)
+      for (Impl& impl : runs.impls)
+        run_once(impl, runs.config.ranks,
+                 fmt::format("{}/{}: {} at {} ({} rank(s) x {} thread(s))", r + 1, repeats, impl.name,
+                             runs.config.name, runs.config.ranks, runs.config.threads));
+  return print_scaling_tables(chapter, part, configs, json);
+}
+
+// One part of a chapter's benchmark: its runs, then its table.
+int bench_part(const Chapter& chapter, const BenchPart& part, std::optional<int> ranks_flag,
+               std::optional<int> repeats_flag, JsonFile& json, const std::vector<std::string>& extra_args) {
+  const int repeats = repeats_flag.value_or(part.repeats);
+  if (part.kind == BenchKind::Scaling) return bench_scaling(chapter, part, repeats, extra_args, json);
+  // A part may fix its rank count ("ranks"), or only suggest one when --ranks is not given ("default_ranks").
+  const int ranks = part.ranks.value_or(ranks_flag.value_or(part.default_ranks));
+  const int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ranks);
+  std::vector<std::string> args = {"--threads", std::to_string(threads)};
+  args.insert(args.end(), part.args.begin(), part.args.end());    // the part's flags win
+  args.insert(args.end(), extra_args.begin(), extra_args.end());  // and the user's win over both
+  std::vector<Impl> impls = bench_impls(chapter, part, args);
+
+  fmt::print("{} bench{}: {} {}, {} rank(s); {} run(s) of each, interleaved; medians\n", chapter.id,
+             part.title.empty() ? "" : ", " + part.title, part.program, fmt::join(args, " "), ranks, repeats);
+  run_interleaved(impls, repeats, ranks, json);
+  switch (part.kind) {
+    case BenchKind::Rows: return print_rows_table(chapter, part, impls, json);
+    case BenchKind::Bandwidth: return print_bandwidth_table(chapter, part, impls, json);
+    case BenchKind::Training:
+    case BenchKind::Scaling: break;
+  }
+  return print_training_table(chapter, part, impls, ranks, threads, json);
+}
+
+}  // namespace
+
+int cmd_bench(const std::string& chapter_name, std::optional<int> ranks, std::optional<int> repeats_flag,
+              const std::optional<std::string>& json_file, const std::vector<std::string>& extra_args) {
+  const auto chapters = load_chapters();
+  const Chapter& chapter = find_chapter(chapters, chapter_name);
+  WB_CHECK(!chapter.bench.empty(), "{} has no benchmark", chapter.id);
+  WB_CHECK(ranks.value_or(1) <= chapter.max_ranks, "{} runs on at most {} rank(s), not {}", chapter.id,
+           chapter.max_ranks, ranks.value_or(1));
+  std::vector<std::string> targets;
+  for (const BenchPart& part : chapter.bench)
+    targets.insert(targets.end(), {part.program + "_student", part.program + "_solution"});
+  if (!build_targets(targets, /*quiet=*/false)) return 1;
+  JsonFile json;
+  if (json_file) {
+    json.emplace(*json_file);
+    WB_CHECK(json->is_open(), "--json {}: cannot open for writing", *json_file);
+  }
+  int status = 0;
+  for (size_t i = 0; i < chapter.bench.size(); ++i) {
+    if (i > 0) fmt::print("\n\n");
+    const int part_status = bench_part(chapter, chapter.bench[i], ranks, repeats_flag, json, extra_args);
+    status = status != 0 ? status : part_status;
+  }
+  return status;
+}
+
+}  // namespace workbook::cli

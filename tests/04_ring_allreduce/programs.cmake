@@ -1,0 +1,50 @@
+# programs.cmake — Chapter 4's programs tested as a user runs them:
+# the bench checks its own sums, the reducer matches Chapter 3 bit for bit.
+# Included by tests/CMakeLists.txt (every tests/NN_name/programs.cmake is);
+# ${mpi2}, ${mpi3} and ${bad_data_dir} come from there.
+
+if(TARGET ch04_bench_solution)
+  set(ch04 $<TARGET_FILE:ch04_bench_solution>)
+  # The bench checks its own results (#wrong) and fails when any is wrong.
+  foreach(ranks 2 3)
+    add_test(NAME ch04_bench_bandwidth_np${ranks}
+             COMMAND ${MPIEXEC_EXECUTABLE} --oversubscribe -n ${ranks} ${ch04} --max-bytes 1048576 --rounds 1 --threads 1)
+    set_tests_properties(ch04_bench_bandwidth_np${ranks} PROPERTIES LABELS "solution;ch04;mpi" TIMEOUT 300
+                         ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+  endforeach()
+  add_test(NAME ch04_bench_overlap COMMAND ${mpi2} ${ch04} --measure overlap --rounds 1 --steps 2 --threads 1)
+  set_tests_properties(ch04_bench_overlap PROPERTIES LABELS "solution;ch04;mpi" TIMEOUT 300
+                       ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+  workbook_expect_error(ch04_bench_sizes_reversed "solution;ch04;mpi" 2 "--min-bytes 8192 is larger than --max-bytes 4096"
+                        ${mpi2} ${ch04} --min-bytes 8192 --max-bytes 4096)
+  workbook_expect_error(ch04_bench_bad_measure "solution;ch04" 2 "--measure" ${ch04} --measure latency)
+  # A rank killed in the middle of the ring: the job ends within seconds and
+  # the survivor names the exchange it was waiting in.
+  workbook_expect_failure_within(ch04_bench_dead_rank "solution;ch04;mpi" 60
+    "rank 0 of 2: stopped by a signal while in (exchange|all_reduce|barrier)"
+    ${mpi2} sh ${CMAKE_SOURCE_DIR}/tests/support/kill_rank_after.sh 1 4 ${ch04}
+    --min-bytes 67108864 --max-bytes 67108864 --rounds 100000 --threads 1)
+endif()
+if(TARGET ch04_train_solution)
+  set(ch04_train $<TARGET_FILE:ch04_train_solution>)
+  workbook_check_result_line(ch04_train_result_line "solution;ch04;mpi" ${mpi2} ${ch04_train}
+                             --epochs 2 --train-samples 400 --threads 1)
+  workbook_check_result_line(ch04_train_after_backward_result_line "solution;ch04;mpi" ${mpi2} ${ch04_train}
+                             --reducer after-backward --epochs 1 --train-samples 400 --threads 1)
+  # The oracle: Chapter 3's DDP on the same data, seed and dropout masks. The
+  # two differ only in the order the ring adds the gradients, and at 2 ranks a
+  # sum of two numbers has one order: the weights are bit-identical. A reducer
+  # that sums without averaging, skips a bucket, mixes up parameters or leaves
+  # the ranks apart changes them.
+  if(TARGET ch03_train_solution)
+    add_test(NAME ch04_train_matches_ch03
+             COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/support/compare_results.py
+                     weights_sha256:exact test_loss:0
+                     -- ${mpi2} $<TARGET_FILE:ch03_train_solution> --epochs 2 --train-samples 2000 --threads 1
+                     -- ${mpi2} ${ch04_train} --epochs 2 --train-samples 2000 --threads 1)
+    set_tests_properties(ch04_train_matches_ch03 PROPERTIES LABELS "solution;ch04;mpi" TIMEOUT 300
+                         ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+  endif()
+  workbook_expect_error(ch04_train_batch_not_divisible "solution;ch04;mpi" 2 "--batch 101 is the global batch"
+                        ${mpi2} ${ch04_train} --batch 101 --train-samples 400)
+endif()
