@@ -58,7 +58,6 @@ int train(workbook::Program& program) {
 
   workbook::Communicator& comm = program.connect();
   const torch::Device device = comm.device();
-  const bool leader = program.leader();
   const workbook::FashionMnist data = program.load_data();
 
   // Every variant starts from rank 0's weights.
@@ -91,7 +90,7 @@ int train(workbook::Program& program) {
               flags.lr, device.str(), flags.threads, norm);
   workbook::Table table({{"epoch", 5}, {"variant", 10}, {"train_loss", 10}, {"test_acc", 8}, {"step_ms", 8},
                          {"train_s", 8}, {"peak_mem", 10}});
-  if (leader) fmt::print("{}\n", table.header());
+  program.say("{}", table.header());
 
   int64_t step_number = 0;
   for (int64_t epoch = 1; epoch <= flags.epochs; ++epoch) {
@@ -129,11 +128,10 @@ int train(workbook::Program& program) {
       const std::vector<double> epoch_steps(v.step_seconds.begin() + static_cast<std::ptrdiff_t>(v.epoch_first_timed),
                                             v.step_seconds.end());
       const double step_ms = epoch_steps.empty() ? 0.0 : 1e3 * workbook::median(epoch_steps);  // this epoch's
-      if (leader)
-        fmt::print("{}\n", table.row({fmt::format("{}", epoch), v.name, fmt::format("{:.4f}", train_loss),
-                                      fmt::format("{:.4f}", v.eval.accuracy()), fmt::format("{:.2f}", step_ms),
-                                      fmt::format("{:.1f}", v.train_seconds),
-                                      workbook::format_bytes(workbook::peak_memory_bytes(device))}));
+      program.say("{}", table.row({fmt::format("{}", epoch), v.name, fmt::format("{:.4f}", train_loss),
+                                   fmt::format("{:.4f}", v.eval.accuracy()), fmt::format("{:.2f}", step_ms),
+                                   fmt::format("{:.1f}", v.train_seconds),
+                                   workbook::format_bytes(workbook::peak_memory_bytes(device))}));
       json.write({{"type", "epoch"}, {"chapter", "ch05"}, {"variant", v.name}, {"epoch", epoch},
                   {"train_loss", train_loss}, {"test_accuracy", v.eval.accuracy()},
                   {"step_ms", step_ms}});

@@ -192,6 +192,7 @@ Outcome train_config(const Config& config, const Setup& setup, const workbook::F
                                     fmt::format("{}", epoch), fmt::format("{:.4g}", lr),
                                     outcome.diverged ? "diverged" : fmt::format("{:.4g}", train_loss),
                                     fmt::format("{:.4f}", eval.accuracy()), fmt::format("{:.1f}", outcome.train_seconds)}));
+    if (leader) std::fflush(stdout);  // a row per epoch also when the log is a file or a pipe
     json.write({{"type", "epoch"}, {"chapter", "ch06"}, {"variant", variant}, {"global_batch", config.global_batch},
                 {"method", config.method.name}, {"epoch", epoch}, {"lr", lr},
                 {"train_loss", outcome.diverged ? nlohmann::json(nullptr) : nlohmann::json(train_loss)},

@@ -74,7 +74,6 @@ void EpochMeter::report(const EpochTotals& totals, double test_loss, double test
                                  fmt::format("{:.4f}", test_loss), fmt::format("{:.4f}", test_accuracy),
                                  fmt::format("{:.2f}", totals.epoch_s), fmt::format("{:.1f}", totals.samples_per_s),
                                  format_bytes(peak)}));
-  if (program_.leader()) std::fflush(stdout);
   program_.json().write({{"type", "epoch"}, {"chapter", program_.chapter()}, {"epoch", totals.epoch},
                          {"train_loss", totals.train_loss}, {"test_loss", test_loss},
                          {"test_accuracy", test_accuracy}, {"epoch_s", totals.epoch_s},

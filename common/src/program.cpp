@@ -26,10 +26,10 @@ Program::Program(ProgramInfo info, std::optional<LaunchEnv> env, int argc, char*
       distributed_(env.has_value()),
       argc_(argc),
       argv_(argv),
-      app_(info_.description, info_.name),
-      comm_options_(CommunicatorOptions::from_environment()) {
+      app_(info_.description, info_.name) {
   add_train_flags(app_, flags_);
   if (!distributed_) return;  // threads 0: every core this process may use
+  comm_options_ = CommunicatorOptions::from_environment();
   add_distributed_flags(app_, comm_options_);
   flags_.threads = default_threads_per_rank(env_);
 }

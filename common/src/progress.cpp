@@ -4,18 +4,24 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 
-#include "workbook/timing.hpp"
-
 namespace workbook {
+
+namespace {
+// The clock of now_seconds() (timing.hpp), without the LibTorch that header brings.
+double seconds_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
 
 ProgressBar::ProgressBar(std::string label, int64_t total, bool enabled)
     : label_(std::move(label)), total_(std::max<int64_t>(total, 1)), enabled_(enabled) {}
 
 void ProgressBar::update(int64_t done, const std::string& suffix) {
   if (!enabled_) return;
-  const double now = now_seconds();
+  const double now = seconds_now();
   if (done < total_ && now - last_draw_ < 0.1) return;  // redraw at most 10 times a second
   last_draw_ = now;
   constexpr int kWidth = 30;

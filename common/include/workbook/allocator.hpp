@@ -20,7 +20,7 @@ namespace workbook {
 // replica threads, new every step, on the same reused heap. Measured there,
 // FashionCNN inference at batch 4096: 4.8 s per forward with per-thread
 // arenas and the mmap threshold, 0.48 s with these settings.
-// Applied by every program (parse_train_flags) and by the test runner; a no-op
+// Applied by every program (its entry point, program.cpp) and by the test runner; a no-op
 // on C libraries other than glibc.
 void tune_cpu_allocator();
 

@@ -26,6 +26,7 @@
 // peer that already left.
 #pragma once
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -55,7 +56,7 @@ struct ProgramInfo {
 struct RunResult {
   std::string config;                       // what was trained, in words: "DDP", "lars, global batch 2048"
   int64_t epochs = 0;                       // asked for
-  std::optional<int64_t> epochs_trained;    // by this run, when not all of `epochs` (resumed, diverged)
+  std::optional<int64_t> epochs_trained;    // by this run: fewer than `epochs` when resumed or diverged
   int64_t batch = 0;                        // global batch
   std::optional<int64_t> local_batch;       // per rank
   int64_t train_samples = 0;
@@ -122,10 +123,13 @@ class Program {
   bool leader() const { return env_.rank == 0; }
   JsonLines& json() { return json_; }  // writes on the leader only
 
-  // A line printed by the leader only.
+  // A line printed by the leader only, and flushed: a job's log is a file or
+  // a pipe, and a run that dies must keep the lines it printed.
   template <typename... Args>
   void say(fmt::format_string<Args...> format, Args&&... args) const {
-    if (leader()) fmt::print("{}\n", fmt::format(format, std::forward<Args>(args)...));
+    if (!leader()) return;
+    fmt::print("{}\n", fmt::format(format, std::forward<Args>(args)...));
+    std::fflush(stdout);
   }
 
   // ---- the end ----------------------------------------------------------------
