@@ -52,7 +52,9 @@ std::vector<workbook::ClassifierPtr> replicate(workbook::Classifier& model, cons
 // under the caller's autograd mode (NoGradGuard included). Returns the outputs
 // in replica order. If any replica throws, every thread is still joined, and
 // the error is rethrown as a std::runtime_error naming the (first) failing
-// replica and its device: "replica 1 on cpu failed: ...".
+// replica and its device: "replica 1 on cpu failed: ...". Lists of different
+// lengths (replicas, inputs, devices) are a UserError, raised before any
+// thread starts.
 std::vector<torch::Tensor> parallel_apply(const std::vector<workbook::ClassifierPtr>& replicas,
                                           const std::vector<torch::Tensor>& inputs,
                                           const std::vector<torch::Device>& devices, int threads_per_replica);

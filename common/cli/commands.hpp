@@ -18,5 +18,6 @@ int cmd_report(const std::vector<std::string>& files, const std::optional<std::s
 int cmd_info();
 int cmd_dev_sync(bool dry_run);
 int cmd_dev_check();
+int cmd_dev_mutants(const std::optional<std::string>& exercise);
 
 }  // namespace workbook::cli

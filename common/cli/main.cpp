@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
     status = cmd_info();
   });
 
-  auto* dev = app.add_subcommand("dev", "for maintainers: regenerate or check the skeletons");
+  auto* dev = app.add_subcommand("dev", "for maintainers: regenerate or check the skeletons, try the known-wrong solutions");
   dev->require_subcommand(1);
   static bool sync_dry_run = false;
   auto* sync = dev->add_subcommand("sync", "write chapters/ from solutions/ (your edits there are backed up)");
@@ -101,6 +101,11 @@ int main(int argc, char** argv) {
   sync->callback([&] { status = cmd_dev_sync(sync_dry_run); });
   dev->add_subcommand("check", "fail on drift, on a student test passing on a skeleton, on a failing solution test")
       ->callback([&] { status = cmd_dev_check(); });
+  static std::optional<std::string> mutants_of;
+  auto* mutants = dev->add_subcommand(
+      "mutants", "every known-wrong solution in tests/mutants must fail its exercise's tests (a clean checkout only)");
+  mutants->add_option("exercise", mutants_of, "only this exercise's mutants, e.g. ex4.5");
+  mutants->callback([&] { status = cmd_dev_mutants(mutants_of); });
 
   try {
     const auto command = std::find_if(own_args.begin(), own_args.end(), [](const std::string& a) { return a[0] != '-'; });

@@ -2,6 +2,7 @@
 // the watchdog around each call, and the cross-rank check of collectives.
 #include "workbook/communicator.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -242,7 +243,15 @@ PendingExchange Communicator::start_exchange(const torch::Tensor& send, int to, 
     what = fmt::format("{} #{} ({} x {} to rank {}, {} x {} from rank {})", op_name(CommOp::Exchange), sequence_,
                        dtype_name(send.scalar_type()), send.numel(), to, dtype_name(recv.scalar_type()),
                        recv.numel(), from);
-    return PendingExchange(do_start_exchange(send, to, recv, from), std::move(what), options_.timeout_s);
+    std::function<void()> wait = do_start_exchange(send, to, recv, from);
+    ++exchanges_in_flight_;
+    stats_.most_exchanges_in_flight = std::max(stats_.most_exchanges_in_flight, exchanges_in_flight_);
+    return PendingExchange(
+        [this, wait = std::move(wait)] {
+          --exchanges_in_flight_;  // waited for from here on (counted before, should the wait fail)
+          wait();
+        },
+        std::move(what), options_.timeout_s);
   }
 }
 

@@ -115,7 +115,9 @@ EvalResult evaluate_distributed(workbook::Classifier& model, const torch::Tensor
 // Rank 0 writes model (parameters and buffers), optimizer state and
 // `epochs_done` to `path` atomically: to a temporary file in the same
 // directory, then renamed over `path`, so a crash leaves the old checkpoint
-// or the new one, never half of one. Collective: when it returns on any rank,
+// or the new one, never half of one. Only rank 0 touches the file system
+// (every rank holds the same state: one writer, no race between renames);
+// the other ranks ignore `path`. Collective: when it returns on any rank,
 // the file is complete and any rank may read it.
 void save_checkpoint(const std::filesystem::path& path, torch::nn::Module& model, torch::optim::Optimizer& optimizer,
                      int64_t epochs_done, workbook::Communicator& comm);

@@ -86,6 +86,31 @@ TEST_CASE("ex3.6 rank 0 writes; every rank can read the file as soon as save ret
   REQUIRE(entries == 1);
 }
 
+TEST_CASE("ex3.6 only rank 0 writes the checkpoint", "[ex3.6][np3]") {
+  auto comm = mpi_test::communicator();
+  mpi_test::SharedDirectory dir(*comm);
+  // The other ranks get a path nobody can write to: a rank that writes fails.
+  const fs::path file = comm->rank() == 0 ? dir.path / "one-writer.pt" : fs::path("/nonexistent/workbook/one-writer.pt");
+  torch::manual_seed(4);
+  auto model = std::make_shared<workbook::TinyNet>(16);
+  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.1));
+  bool wrote_elsewhere = false;
+  try {
+    ch03::save_checkpoint(file, *model, optimizer, 1, *comm);
+  } catch (const workbook::NotImplemented&) {
+    throw;  // the skeleton: every rank says so
+  } catch (const std::exception&) {
+    // Only a rank other than 0 can get here (rank 0's path is writable).
+    // Stand in for the barrier it did not reach, so that rank 0 is not left waiting.
+    wrote_elsewhere = true;
+    comm->barrier();
+  }
+  INFO("ex3.6: a rank other than 0 tried to write the checkpoint: every rank holds the same state, so only rank 0 "
+       "writes (ranks racing to rename onto one file is the bug); the others only wait in the barrier");
+  REQUIRE(mpi_test::all_ranks(!wrote_elsewhere));
+  if (comm->rank() == 0) REQUIRE(fs::exists(file));
+}
+
 TEST_CASE("ex3.6 a new checkpoint replaces the old file, it does not overwrite it in place", "[ex3.6]") {
   auto comm = mpi_test::communicator();
   mpi_test::SharedDirectory dir(*comm);

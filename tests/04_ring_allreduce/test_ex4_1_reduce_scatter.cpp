@@ -43,3 +43,22 @@ TEST_CASE("ex4.1 ring_reduce_scatter sums float64 exactly", "[ex4.1][np3]") {
       buffer.narrow(0, mine.begin, mine.size()),
       ring_data::sum_over_ranks(count, comm->size(), torch::kFloat64).narrow(0, mine.begin, mine.size()))));
 }
+
+TEST_CASE("ex4.1 ring_reduce_scatter sends in chunks, the next already on its way while the last is added",
+          "[ex4.1][np3]") {
+  auto comm = mpi_test::communicator();  // its own: the counts below are this test's alone
+  const int n = comm->size();
+  if (n == 1) return;  // one rank sends nothing
+  const int64_t count = 1000 * n, chunk = 64;  // segments of 1000 elements: 16 chunks each
+  torch::Tensor buffer = ring_data::rank_values(count, comm->rank());
+  ch04::ring_reduce_scatter(buffer, *comm, ch04::RingOptions{chunk});
+  const workbook::CommStats& stats = comm->stats();
+  const int64_t exchanges = stats.count(workbook::CommOp::Exchange), sent = stats.elements_sent();
+  CAPTURE(n, count, chunk, exchanges, sent);
+  INFO("ex4.1: " << sent << " elements went in " << exchanges << " exchange(s); with chunk_elements = " << chunk
+                 << " a step's segment goes in pieces of at most " << chunk << " elements (RingOptions::chunk_elements)");
+  REQUIRE(mpi_test::all_ranks(exchanges * chunk >= sent));
+  INFO("ex4.1: at most " << stats.most_exchanges_in_flight << " exchange(s) were in flight at once: start chunk k+1's "
+       "exchange before adding chunk k (Note: [chunks]), so that receiving and adding overlap");
+  REQUIRE(mpi_test::all_ranks(stats.most_exchanges_in_flight >= 2));
+}

@@ -3,8 +3,12 @@
 // keeps accumulated gradients.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <numeric>
 #include <random>
+#include <thread>
 
 #include "mpi_test.hpp"
 #include "reducer.hpp"
@@ -159,4 +163,54 @@ TEST_CASE("ex4.5 with FashionCNN, the reducer matches the library's flat all-red
   std::vector<torch::Tensor> reduced;
   for (const auto& p : model.parameters()) reduced.push_back(p.grad().reshape(-1));
   REQUIRE(mpi_test::all_ranks(torch::allclose(torch::cat(reduced), flat, 1e-5, 1e-7)));
+}
+
+TEST_CASE("ex4.5 a complete bucket's all-reduce runs on the communication thread while backward goes on",
+          "[ex4.5]") {
+  auto comm = mpi_test::communicator();
+  const std::vector<torch::Tensor> parameters = {torch::zeros({10}, torch::requires_grad()),
+                                                 torch::zeros({20}, torch::requires_grad()),
+                                                 torch::zeros({30}, torch::requires_grad()),
+                                                 torch::zeros({40}, torch::requires_grad()),
+                                                 torch::zeros({50}, torch::requires_grad())};
+  // Buckets {4, 3}, {2, 1}, {0}. A spy all-reduce notes which thread reduced
+  // how many buckets; the test plays backward by handing in the gradients.
+  ch04::ReducerOptions options = small_buckets(parameters, /*overlap=*/true);
+  std::mutex mutex;
+  std::condition_variable changed;
+  int reduced = 0;
+  std::thread::id reducing_thread;
+  options.all_reduce = [&](torch::Tensor& flat, workbook::Communicator& c) {
+    c.all_reduce(flat, workbook::ReduceOp::Average);
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      ++reduced;
+      reducing_thread = std::this_thread::get_id();
+    }
+    changed.notify_all();
+  };
+  ch04::BucketReducer reducer(parameters, *comm, options);
+  // Bucket 0's gradients arrive; backward has three more to go.
+  for (size_t k : {size_t{4}, size_t{3}}) reducer.gradient_ready(k, rank_gradient(parameters[k], comm->rank(), k));
+  bool bucket_0_reduced = false;
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    bucket_0_reduced = changed.wait_for(lock, std::chrono::seconds(10), [&] { return reduced == 1; });
+  }
+  INFO("ex4.5: bucket 0 was complete, but 10 s later its all-reduce had not run, with backward still going on: "
+       "launch(b) a bucket from gradient_ready() as soon as it and every bucket before it are complete, not in "
+       "finish() (overlapping communication with backward is the exercise)");
+  REQUIRE(mpi_test::all_ranks(bucket_0_reduced));
+  INFO("ex4.5: bucket 0 was reduced on the thread running backward, which then computes nothing else meanwhile: "
+       "hand it to the communication thread with launch(b)");
+  REQUIRE(mpi_test::all_ranks(reducing_thread != std::this_thread::get_id()));
+  for (size_t k : {size_t{2}, size_t{1}, size_t{0}})
+    reducer.gradient_ready(k, rank_gradient(parameters[k], comm->rank(), k));
+  reducer.finish();
+  const float mean_factor = static_cast<float>(comm->size() + 1) / 2.0f;
+  for (size_t k = 0; k < parameters.size(); ++k) {
+    CAPTURE(k);
+    REQUIRE(mpi_test::all_ranks(
+        torch::allclose(parameters[k].grad(), rank_gradient(parameters[k], 0, k) * mean_factor, 1e-6, 0.0)));
+  }
 }

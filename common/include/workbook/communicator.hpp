@@ -54,6 +54,10 @@ struct CommStats {
   // Elements this rank sent point to point (send and exchange): what a
   // collective built from them, like Chapter 4's ring, puts on the wire.
   int64_t elements_sent() const;
+  // The most exchanges this rank had started and not yet waited for, at
+  // once: 2 or more when a chunked ring has the next chunk on its way while
+  // it adds the last (Chapter 4's tests look).
+  int64_t most_exchanges_in_flight = 0;
 };
 
 // An exchange in flight (Communicator::start_exchange). wait() returns once
@@ -152,6 +156,7 @@ class Communicator {
   CommunicatorOptions options_;
   CommStats stats_;
   int64_t sequence_ = 0;  // calls made so far: "#12" in messages
+  int64_t exchanges_in_flight_ = 0;  // started, not yet waited for
 };
 
 // How the calling thread waits for an exchange (Note: [waiting without

@@ -1,0 +1,166 @@
+// commands_mutants.cpp — `workbook dev mutants [exN.M]`, for maintainers: every
+// known-wrong solution in tests/mutants/ must be refused by its exercise's tests.
+//
+// Note: [how a mutant is tried] A mutant is a patch against one solution file,
+// tests/mutants/exN.M-what-is-wrong.patch, whose first line says what is
+// wrong. While a chapter's mutants are tried, its student copy in chapters/ is
+// made the reference: every file there with solution regions gets its
+// solution's text. Then, for each mutant: its file is patched, the chapter's
+// student tests are rebuilt (one file recompiles) and the exercise's tests
+// run. A mutant that compiles and passes them all is ACCEPTED: the tests miss
+// the very mistake it makes. The skeletons are written back on every way out
+// of the command, and it refuses to start while any of them holds a learner's
+// work: it is meant for a clean checkout (CI, a maintainer's clone).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "cli.hpp"
+#include "commands.hpp"
+#include "skeleton.hpp"
+#include "workbook/errors.hpp"
+
+namespace workbook::cli {
+
+namespace {
+
+struct Mutant {
+  fs::path patch;
+  std::string name;      // "ex4.5-launches-every-bucket-in-finish"
+  std::string exercise;  // "ex4.5"
+  std::string what;      // the first line: what is wrong
+  fs::path solution;     // the file it patches, relative: "solutions/04_ring_allreduce/reducer.cpp"
+};
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  const fs::path temporary = path.string() + ".tmp";
+  std::ofstream(temporary, std::ios::binary) << text;
+  fs::rename(temporary, path);
+}
+
+Mutant read_mutant(const fs::path& patch) {
+  Mutant m;
+  m.patch = patch;
+  m.name = patch.stem().string();
+  m.exercise = m.name.substr(0, m.name.find('-'));
+  std::ifstream in(patch);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("What is wrong: ", 0) == 0 && m.what.empty()) m.what = line.substr(15);
+    if (line.rfind("--- ", 0) == 0) {
+      m.solution = line.substr(4, line.find_first_of("\t ", 4) - 4);
+      break;
+    }
+  }
+  WB_CHECK(m.exercise.rfind("ex", 0) == 0 && !m.what.empty() && m.solution.string().rfind("solutions/", 0) == 0,
+           "{}: not a mutant (its name starts with exN.M-, its first line with \"What is wrong: \", and it patches "
+           "a file under solutions/)",
+           patch.string());
+  return m;
+}
+
+// Puts the chapter's skeletons back however the command ends.
+class SkeletonsRestored {
+ public:
+  explicit SkeletonsRestored(std::vector<skeleton::FileStatus> files) : files_(std::move(files)) {}
+  ~SkeletonsRestored() {
+    for (const skeleton::FileStatus& f : files_) write_file(f.skeleton, f.expected);
+  }
+  SkeletonsRestored(const SkeletonsRestored&) = delete;
+  SkeletonsRestored& operator=(const SkeletonsRestored&) = delete;
+
+ private:
+  std::vector<skeleton::FileStatus> files_;
+};
+
+}  // namespace
+
+int cmd_dev_mutants(const std::optional<std::string>& only) {
+  const auto started = std::chrono::steady_clock::now();
+  std::vector<Mutant> mutants;
+  for (const auto& entry : fs::directory_iterator(source_dir() / "tests" / "mutants"))
+    if (entry.path().extension() == ".patch") mutants.push_back(read_mutant(entry.path()));
+  std::sort(mutants.begin(), mutants.end(), [](const Mutant& a, const Mutant& b) { return a.name < b.name; });
+  if (only) {
+    mutants.erase(std::remove_if(mutants.begin(), mutants.end(), [&](const Mutant& m) { return m.exercise != *only; }),
+                  mutants.end());
+    WB_CHECK(!mutants.empty(), "no mutants of {} in tests/mutants", *only);
+  }
+
+  const auto chapters = load_chapters();
+  auto chapter_of = [&](const std::string& exercise) -> const Chapter& {
+    for (const Chapter& c : chapters)
+      for (const Exercise& e : c.exercises)
+        if (e.id == exercise) return c;
+    throw UserError(fmt::format("tests/mutants: {} is not an exercise of any chapter", exercise));
+  };
+  std::map<std::string, std::vector<const Mutant*>> by_chapter;  // chapter id -> its mutants, in name order
+  for (const Mutant& m : mutants) by_chapter[chapter_of(m.exercise).id].push_back(&m);
+
+  const auto files = skeleton::scan(source_dir());
+  int accepted = 0, problems = 0;
+  fmt::print("{} mutant(s); while a chapter's are tried, its files in chapters/ hold the reference "
+             "(interrupted? `workbook dev sync` writes the skeletons back)\n",
+             mutants.size());
+  for (const auto& [id, chapter_mutants] : by_chapter) {
+    const Chapter& chapter = chapter_of(chapter_mutants.front()->exercise);
+    std::vector<skeleton::FileStatus> chapter_files;
+    for (const skeleton::FileStatus& f : files)
+      if (!f.regions.empty() && f.skeleton.parent_path().filename() == chapter.folder) {
+        WB_CHECK(f.up_to_date, "{} is not its untouched skeleton: `workbook dev mutants` overwrites chapters/{} while "
+                 "it runs, so it runs on a clean checkout only",
+                 fs::relative(f.skeleton, source_dir()).string(), chapter.folder);
+        chapter_files.push_back(f);
+      }
+    SkeletonsRestored restore(chapter_files);
+    for (const skeleton::FileStatus& f : chapter_files) write_file(f.skeleton, read_file(f.solution));
+
+    fmt::print("{}:\n", chapter.id);
+    for (const Mutant* m : chapter_mutants) {
+      const fs::path solution = source_dir() / m->solution;
+      const fs::path student = source_dir() / "chapters" / fs::relative(m->solution, "solutions");
+      write_file(student, read_file(solution));  // the previous mutant's file back to the reference
+      ProcessOptions quiet;
+      quiet.capture = true;
+      const ProcessResult patched =
+          run_process({"patch", "-s", "-o", student.string(), solution.string(), m->patch.string()}, quiet);
+      if (patched.exit_code != 0) {
+        fmt::print("  FAIL     {}: does not apply to {}:\n{}\n", m->name, m->solution.string(), patched.output);
+        ++problems;
+        continue;
+      }
+      if (!build_targets({"test_" + chapter.id + "_student"}, /*quiet=*/true)) {
+        fmt::print("  FAIL     {}: does not compile (a mutant must be a program a student could run)\n", m->name);
+        ++problems;
+        continue;
+      }
+      const TestRun run = run_chapter_tests(chapter, "student", "[" + m->exercise + "]");
+      std::vector<std::string> refusing;
+      for (const TestRecord& r : run.records)
+        if (!r.passed) refusing.push_back(r.name);
+      if (!refusing.empty()) {
+        fmt::print("  refused  {}, by \"{}\"{}\n", m->name, refusing.front(),
+                   refusing.size() > 1 ? fmt::format(" and {} more", refusing.size() - 1) : "");
+      } else if (!run.ran || run.exit_code != 0) {
+        fmt::print("  refused  {}: the test run stopped (exit status {})\n", m->name, run.exit_code);
+      } else {
+        fmt::print("  ACCEPTED {}: every {} test passes, yet {}\n", m->name, m->exercise, m->what);
+        ++accepted;
+      }
+    }
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  fmt::print("dev mutants: {} tried, {} accepted, {} problem(s), {:.0f} s\n", mutants.size(), accepted, problems,
+             seconds);
+  return accepted == 0 && problems == 0 ? 0 : 1;
+}
+
+}  // namespace workbook::cli
