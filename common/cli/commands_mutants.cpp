@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -90,9 +91,13 @@ int cmd_dev_mutants(const std::optional<std::string>& only) {
     if (entry.path().extension() == ".patch") mutants.push_back(read_mutant(entry.path()));
   std::sort(mutants.begin(), mutants.end(), [](const Mutant& a, const Mutant& b) { return a.name < b.name; });
   if (only) {
-    mutants.erase(std::remove_if(mutants.begin(), mutants.end(), [&](const Mutant& m) { return m.exercise != *only; }),
+    // "ex4.5" picks one exercise's mutants, "ch04" a chapter's.
+    const bool chapter = only->size() == 4 && only->rfind("ch", 0) == 0 && std::isdigit((*only)[2]) && std::isdigit((*only)[3]);
+    const std::string prefix = chapter ? "ex" + std::to_string(std::stoi(only->substr(2))) + "." : "";
+    auto wanted = [&](const Mutant& m) { return prefix.empty() ? m.exercise == *only : m.exercise.rfind(prefix, 0) == 0; };
+    mutants.erase(std::remove_if(mutants.begin(), mutants.end(), [&](const Mutant& m) { return !wanted(m); }),
                   mutants.end());
-    WB_CHECK(!mutants.empty(), "no mutants of {} in tests/mutants", *only);
+    WB_CHECK(!mutants.empty(), "no mutants of {} in tests/mutants (give an exercise, ex4.5, or a chapter, ch04)", *only);
   }
 
   const auto chapters = load_chapters();

@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
   static std::optional<std::string> mutants_of;
   auto* mutants = dev->add_subcommand(
       "mutants", "every known-wrong solution in tests/mutants must fail its exercise's tests (a clean checkout only)");
-  mutants->add_option("exercise", mutants_of, "only this exercise's mutants, e.g. ex4.5");
+  mutants->add_option("exercise", mutants_of, "only this exercise's or chapter's mutants, e.g. ex4.5 or ch04");
   mutants->callback([&] { status = cmd_dev_mutants(mutants_of); });
 
   try {

@@ -15,7 +15,7 @@ EvalResult evaluate(workbook::Classifier& model, const torch::Tensor& images, co
   // Sums stay on the device until the end: one host synchronization, not one per batch.
   torch::Tensor correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kInt64).device(device));
   torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
-  const torch::Tensor order = torch::arange(images.size(0), torch::kInt64);
+  const torch::Tensor order = torch::arange(images.size(0), torch::TensorOptions(torch::kInt64).device(images.device()));
   const int64_t count = batches_per_epoch(images.size(0), batch_size);
   for (int64_t index = 0; index < count; ++index) {
     Batch batch = make_batch(images, labels, order, index, batch_size, device);

@@ -16,10 +16,14 @@ EpochStats train_epoch(workbook::Classifier& model, torch::optim::Optimizer& opt
   const int64_t steps = batches_per_epoch(order.size(0), batch_size);
   workbook::Stopwatch clock(device);  // synchronizes the device at start() and stop()
   torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
+  // The order goes where the data is, once: make_batch would otherwise copy
+  // its slice there at every step, and a copy from the host's ordinary memory
+  // waits for the GPU to finish its queue.
+  const torch::Tensor order_by_data = order.to(images.device());
   EpochStats stats;
   for (int64_t step = 0; step < steps; ++step) {
     if (step == warmup_steps) clock.start();
-    Batch batch = make_batch(images, labels, order, step, batch_size, device);
+    Batch batch = make_batch(images, labels, order_by_data, step, batch_size, device);
     const int64_t n = batch.labels.size(0);
     // The step's loss is a batch mean: weight it by the batch size so the
     // epoch's mean is over samples, and keep it on the device (no sync).

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <thread>
 
+#include "host_reads.hpp"
 #include "oracles.hpp"
 #include "single_device.hpp"
 #include "workbook/timing.hpp"
@@ -99,4 +100,25 @@ TEST_CASE("ex1.4 warm-up steps are run but not timed", "[ex1.4]") {
   INFO("without warm-up the slow steps are inside the timed interval");
   REQUIRE(untimed_warmup.timed_seconds >= 2 * sleep_s);
   REQUIRE(untimed_warmup.timed_samples == n);
+}
+
+TEST_CASE("ex1.4 train_epoch reads no value on the host per step", "[ex1.4]") {
+  // Note: [why count host reads] in host_reads.hpp. The same epoch at 3 and at
+  // 9 steps: the reads must not grow with the steps (one, for mean_loss, is fine).
+  torch::manual_seed(7);
+  auto reads_in_epoch_of = [](int64_t steps) {
+    const int64_t batch_size = 4, n = steps * batch_size;
+    torch::Tensor images = torch::rand({n, 1, 28, 28});
+    torch::Tensor labels = torch::randint(0, 10, {n}, torch::kInt64);
+    auto model = std::make_shared<workbook::TinyNet>(8, 0.0);
+    torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.01));
+    host_reads::Counter counter;
+    ch01::train_epoch(*model, optimizer, images, labels, torch::arange(n, torch::kInt64), batch_size, torch::kCPU, 1);
+    return counter.reads();
+  };
+  const int64_t reads_3 = reads_in_epoch_of(3), reads_9 = reads_in_epoch_of(9);
+  INFO("train_epoch read a value on the host " << reads_3 << " times in 3 steps and " << reads_9
+       << " times in 9: an item() (or to<double>()) inside the loop makes a GPU wait at every step. "
+          "Keep the loss sum a tensor on the device and read it once, after the loop");
+  REQUIRE(reads_9 == reads_3);
 }

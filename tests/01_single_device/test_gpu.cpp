@@ -6,7 +6,36 @@
 #include "oracles.hpp"
 #include "single_device.hpp"
 
+#if defined(WORKBOOK_TORCH_CUDA)
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/util/Exception.h>
+#endif
+
 using gpu_tests::have_gpu;
+
+#if defined(WORKBOOK_TORCH_CUDA)
+namespace {
+
+// Counts, while it lives, the calls that make the host wait for the GPU:
+// c10's sync debug mode, set to warn, reports each one as a warning.
+class SyncCounter : public c10::WarningHandler {
+ public:
+  SyncCounter() : mode_before_(c10::cuda::warning_state().get_sync_debug_mode()), handler_guard_(this) {
+    c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_WARN);
+  }
+  ~SyncCounter() override { c10::cuda::warning_state().set_sync_debug_mode(mode_before_); }
+  void process(const c10::Warning& warning) override {
+    if (warning.msg().find("synchronizing CUDA operation") != std::string::npos) ++syncs;
+  }
+  int64_t syncs = 0;
+
+ private:
+  c10::cuda::SyncDebugMode mode_before_;
+  c10::WarningUtils::WarningHandlerGuard handler_guard_;
+};
+
+}  // namespace
+#endif
 
 TEST_CASE("ex1.1 make_batch delivers batches to the GPU, from CPU or GPU data", "[ex1.1][gpu]") {
   if (!have_gpu()) return;
@@ -45,4 +74,46 @@ TEST_CASE("ex1.2 ex1.3 ex1.4 on the GPU match the CPU", "[ex1.4][gpu]") {
   auto gpu_eval = ch01::evaluate(*on_gpu, images.to(gpu), labels.to(gpu), 10, gpu);
   REQUIRE(gpu_eval.total == cpu_eval.total);
   REQUIRE(gpu_eval.mean_loss == Approx(cpu_eval.mean_loss).epsilon(1e-4));
+}
+
+TEST_CASE("ex1.3 ex1.4 wait for the GPU once per epoch, not once per step", "[ex1.4][gpu]") {
+  if (!have_gpu()) return;
+#if defined(WORKBOOK_TORCH_CUDA)
+  const torch::Device gpu(torch::kCUDA, 0);
+  torch::manual_seed(8);
+  for (bool data_on_gpu : {true, false}) {
+    CAPTURE(data_on_gpu);
+    auto data = [&](int64_t n) {
+      torch::Tensor images = torch::rand({n, 1, 28, 28}), labels = torch::randint(0, 10, {n}, torch::kInt64);
+      return data_on_gpu ? std::pair{images.to(gpu), labels.to(gpu)} : std::pair{images, labels};
+    };
+    auto syncs_in_epoch_of = [&](int64_t steps) {
+      auto [images, labels] = data(steps * 4);
+      auto model = std::make_shared<workbook::TinyNet>(8, 0.0);
+      model->to(gpu);
+      torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.01));
+      SyncCounter counter;
+      ch01::train_epoch(*model, optimizer, images, labels, torch::arange(steps * 4, torch::kInt64), 4, gpu, 1);
+      return counter.syncs;
+    };
+    const int64_t train_3 = syncs_in_epoch_of(3), train_9 = syncs_in_epoch_of(9);
+    INFO("train_epoch made the host wait for the GPU " << train_3 << " times in 3 steps and " << train_9
+         << " in 9: something in the loop synchronizes (item(), a blocking copy of the order or of the loss)");
+    REQUIRE(train_9 == train_3);
+
+    auto syncs_in_evaluation_of = [&](int64_t batches) {
+      auto [images, labels] = data(batches * 4);
+      auto model = std::make_shared<workbook::TinyNet>(8, 0.0);
+      model->to(gpu);
+      SyncCounter counter;
+      ch01::evaluate(*model, images, labels, 4, gpu);
+      return counter.syncs;
+    };
+    const int64_t eval_3 = syncs_in_evaluation_of(3), eval_9 = syncs_in_evaluation_of(9);
+    INFO("evaluate made the host wait for the GPU " << eval_3 << " times for 3 batches and " << eval_9 << " for 9");
+    REQUIRE(eval_9 == eval_3);
+  }
+#else
+  WARN("a CUDA device, but this LibTorch was built without CUDA: skipped");
+#endif
 }
