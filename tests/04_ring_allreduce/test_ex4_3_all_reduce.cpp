@@ -33,7 +33,11 @@ TEST_CASE("ex4.3 ring_all_reduce averages, and agrees with the library's all-red
     CAPTURE(count);
     torch::Tensor ring = ring_data::rank_values(count, comm->rank());
     torch::Tensor library = ring.clone();
+    const int64_t collectives_before = comm->stats().collectives();
     ch04::ring_all_reduce(ring, workbook::ReduceOp::Average, *comm);
+    INFO("the average must go round the ring too: ring_all_reduce called the library's collectives "
+         << comm->stats().collectives() - collectives_before << " times");
+    REQUIRE(comm->stats().collectives() == collectives_before);
     comm->all_reduce(library, workbook::ReduceOp::Average);
     INFO("average: the exact sum divided by the number of ranks (to 1e-6)");
     REQUIRE(mpi_test::all_ranks(torch::allclose(ring, ring_data::sum_over_ranks(count, comm->size()) / comm->size(),
