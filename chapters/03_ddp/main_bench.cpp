@@ -13,8 +13,11 @@
 //                                    (never, at this length): the compute alone
 // comm_share = 1 - (every 1000) / (every step): the share of a step spent
 // communicating, measured as Determined measures it (aggregation frequency).
-// Then the gradient all-reduce alone, flat and per parameter: ms per call.
+// Then the parts of a step alone, ms per call: the gradient all-reduce (flat
+// and per parameter), forward + backward, and Adam's step.
 #include <fmt/format.h>
+
+#include <functional>
 
 #include "ddp.hpp"
 #include "workbook/program.hpp"
@@ -70,20 +73,25 @@ int bench(workbook::Program& program) {
   const Averaging variants[] = {Averaging::Flat, Averaging::PerParameter, Averaging::BarrierAndFlat,
                                 Averaging::Every1000};
   std::map<Averaging, std::vector<double>> step_ms;
-  std::vector<double> flat_ms, per_parameter_ms;
+  std::vector<double> flat_ms, per_parameter_ms, forward_backward_ms, adam_ms;
+  // Milliseconds per call of `part`, `steps` calls; every rank at once, as in a step.
+  auto time_part = [&](const std::function<void()>& part) {
+    comm.barrier();
+    workbook::Stopwatch clock(device);
+    clock.start();
+    for (int i = 0; i < steps; ++i) part();
+    return 1000.0 * clock.stop() / steps;
+  };
   for (int round = 0; round < rounds; ++round) {
     for (Averaging v : variants) step_ms[v].push_back(time_steps(v));
-    // The gradient all-reduce alone (the gradients hold the last step's values).
-    for (int flat = 1; flat >= 0; --flat) {
-      comm.barrier();
-      workbook::Stopwatch clock(device);
-      clock.start();
-      for (int i = 0; i < steps; ++i) {
-        if (flat) ch03::all_reduce_gradients(*model, comm);
-        else ch03::all_reduce_gradients_per_parameter(*model, comm);
-      }
-      (flat ? flat_ms : per_parameter_ms).push_back(1000.0 * clock.stop() / steps);
-    }
+    // The parts alone (the gradients hold the last step's values).
+    flat_ms.push_back(time_part([&] { ch03::all_reduce_gradients(*model, comm); }));
+    per_parameter_ms.push_back(time_part([&] { ch03::all_reduce_gradients_per_parameter(*model, comm); }));
+    forward_backward_ms.push_back(time_part([&] {
+      optimizer.zero_grad();
+      torch::nn::functional::cross_entropy(model->forward(images), labels).backward();
+    }));
+    adam_ms.push_back(time_part([&] { optimizer.step(); }));
   }
 
   const double every_step = median(step_ms[Averaging::Flat]);
@@ -111,6 +119,8 @@ int bench(workbook::Program& program) {
   row("step", "every-1000", compute_only, std::nullopt);
   row("allreduce", "self", median(flat_ms), std::nullopt);
   row("allreduce", "per-parameter", median(per_parameter_ms), std::nullopt);
+  row("forward-backward", "self", median(forward_backward_ms), std::nullopt);
+  row("optimizer", "adam", median(adam_ms), std::nullopt);
 
   if (program.leader()) {
     fmt::print("ch03_bench: FashionCNN, {} rank(s), {} samples per rank, {} thread(s) per rank; gradients: {} "
@@ -128,9 +138,12 @@ int bench(workbook::Program& program) {
     fmt::print("{}\n", table.row({"step, all-reduce every 1000 steps", fmt::format("{:.2f}", compute_only), "-"}));
     fmt::print("{}\n", table.row({"gradient all-reduce, flat", fmt::format("{:.2f}", median(flat_ms)), "-"}));
     fmt::print("{}\n", table.row({"gradient all-reduce, per parameter", fmt::format("{:.2f}", median(per_parameter_ms)), "-"}));
+    fmt::print("{}\n", table.row({"forward + backward alone", fmt::format("{:.2f}", median(forward_backward_ms)), "-"}));
+    fmt::print("{}\n", table.row({"optimizer step alone (Adam)", fmt::format("{:.2f}", median(adam_ms)), "-"}));
   }
   workbook::BenchResult result;
-  result.headline = {{"comm_share", comm_share}, {"step_ms", every_step}};
+  result.headline = {{"comm_share", comm_share}, {"step_ms", every_step}, {"adam_ms", median(adam_ms)},
+                     {"forward_backward_ms", median(forward_backward_ms)}, {"allreduce_ms", median(flat_ms)}};
   program.finish(result);
   return 0;
 }

@@ -21,6 +21,7 @@
 // the skipping there is.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include <torch/torch.h>
@@ -56,8 +57,14 @@ torch::Tensor accumulated_train_step(workbook::Classifier& model, torch::optim::
 //
 // Why it measures communication: with frequency k a batch costs
 // compute + communication / k, so timing k = 1 against a large k, with the
-// same batches, isolates what the all-reduce costs per step — no profiler,
-// and on whatever network the job runs over.
+// same batches, isolates what the all-reduce (and the optimizer step) costs
+// per step — no profiler, and on whatever network the job runs over.
+//
+// A round's end is also a measurement point: just before the all-reduce,
+// .grad holds this rank's own mean gradient over the round's batches, and
+// just after, the mean over every rank's. add() calls the observer given to
+// observe_local_gradients() there (ch06_train --noise-scale compares the two:
+// noise_scale.hpp).
 class GradientAggregator {
  public:
   GradientAggregator(workbook::Classifier& model, torch::optim::Optimizer& optimizer, workbook::Communicator& comm,
@@ -67,8 +74,14 @@ class GradientAggregator {
   // Batches added since the last step (0 right after one).
   int64_t pending() const { return pending_; }
   int64_t frequency() const { return frequency_; }
-  // This rank's mean loss over the batches of the last completed step.
-  double last_loss() const { return last_loss_; }
+  // `observer(model)` is called at the end of every round, just before the
+  // all-reduce, while .grad holds this rank's own gradient.
+  void observe_local_gradients(std::function<void(workbook::Classifier&)> observer) {
+    local_gradient_observer_ = std::move(observer);
+  }
+  // This rank's mean loss over the batches of the last completed step: a
+  // 0-dim tensor on the model's device (read it when you need the number).
+  torch::Tensor last_loss() const { return last_loss_; }
 
  private:
   workbook::Classifier& model_;
@@ -76,8 +89,9 @@ class GradientAggregator {
   workbook::Communicator& comm_;
   int64_t frequency_;
   int64_t pending_ = 0;
-  double loss_sum_ = 0.0;
-  double last_loss_ = 0.0;
+  torch::Tensor loss_sum_;   // undefined at the start of a round
+  torch::Tensor last_loss_;
+  std::function<void(workbook::Classifier&)> local_gradient_observer_;  // may be empty
 };
 
 }  // namespace ch06

@@ -14,6 +14,7 @@ void LarsOptions::serialize(torch::serialize::OutputArchive& archive) const {
   _TORCH_OPTIM_SERIALIZE_TORCH_ARG(weight_decay);
   _TORCH_OPTIM_SERIALIZE_TORCH_ARG(trust_coefficient);
   _TORCH_OPTIM_SERIALIZE_TORCH_ARG(adapt);
+  _TORCH_OPTIM_SERIALIZE_TORCH_ARG(momentum_correction);
 }
 void LarsOptions::serialize(torch::serialize::InputArchive& archive) {
   _TORCH_OPTIM_DESERIALIZE_TORCH_ARG(double, lr);
@@ -21,12 +22,15 @@ void LarsOptions::serialize(torch::serialize::InputArchive& archive) {
   _TORCH_OPTIM_DESERIALIZE_TORCH_ARG(double, weight_decay);
   _TORCH_OPTIM_DESERIALIZE_TORCH_ARG(double, trust_coefficient);
   _TORCH_OPTIM_DESERIALIZE_TORCH_ARG(bool, adapt);
+  _TORCH_OPTIM_DESERIALIZE_TORCH_ARG(bool, momentum_correction);
 }
 void LarsParamState::serialize(torch::serialize::OutputArchive& archive) const {
   _TORCH_OPTIM_SERIALIZE_TORCH_ARG(momentum_buffer);
+  _TORCH_OPTIM_SERIALIZE_TORCH_ARG(last_lr);
 }
 void LarsParamState::serialize(torch::serialize::InputArchive& archive) {
   _TORCH_OPTIM_DESERIALIZE_TORCH_ARG(torch::Tensor, momentum_buffer);
+  _TORCH_OPTIM_DESERIALIZE_TORCH_ARG(double, last_lr);
 }
 void Lars::save(torch::serialize::OutputArchive& archive) const {
   torch::optim::serialize<LarsParamState, LarsOptions>(archive, *this);

@@ -24,8 +24,10 @@
 
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "accumulation.hpp"
+#include "noise_scale.hpp"
 #include "ddp.hpp"  // Chapter 3's reference: broadcast_model, DistributedSampler, gather_batch, evaluate_distributed
 #include "optimizers.hpp"
 #include "schedule.hpp"
@@ -75,10 +77,13 @@ const Method& find_method(const std::string& name) {
   throw workbook::UserError(fmt::format("--method {}: not one of sgd, warmup, lars, lamb", name));
 }
 
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const Method& method, workbook::FashionCNN& model) {
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const Method& method, workbook::FashionCNN& model,
+                                                        bool momentum_correction) {
   if (method.optimizer == "lars")
   {
-    const auto options = ch06::LarsOptions(method.base_lr).trust_coefficient(method.trust_coefficient);
+    const auto options = ch06::LarsOptions(method.base_lr)
+                             .trust_coefficient(method.trust_coefficient)
+                             .momentum_correction(momentum_correction);
     return std::make_unique<ch06::Lars>(ch06::layer_adaptation_groups(model, options), options);
   }
   if (method.optimizer == "lamb")
@@ -112,6 +117,8 @@ struct Setup {
   std::optional<double> warmup_epochs;  // default: a quarter of the epochs, at most 5
   std::optional<double> base_lr;        // default: the method's
   double target = 0.85;
+  bool momentum_correction = false;  // LARS only (Note: [momentum correction] in lars.cpp)
+  bool noise_scale = false;          // estimate B_simple every epoch (noise_scale.hpp)
 };
 
 // The method's schedule at this configuration's batch.
@@ -141,7 +148,8 @@ Outcome train_config(const Config& config, const Setup& setup, const workbook::F
   auto model = std::make_shared<workbook::FashionCNN>();
   model->to(device);
   ch03::broadcast_model(*model, comm, 0);
-  std::unique_ptr<torch::optim::Optimizer> optimizer = make_optimizer(config.method, *model);
+  std::unique_ptr<torch::optim::Optimizer> optimizer =
+      make_optimizer(config.method, *model, setup.momentum_correction);
 
   ch03::DistributedSampler sampler(data.train.size(), ranks, comm.rank(), /*shuffle=*/true, flags.seed);
   const int64_t steps_per_epoch = sampler.num_samples() / local_batch;  // whole batches only
@@ -149,6 +157,17 @@ Outcome train_config(const Config& config, const Setup& setup, const workbook::F
            data.train.size());
   const ch06::LrSchedule schedule = schedule_for(config, setup);
   const std::string variant = fmt::format("{}@{}", config.method.name, config.global_batch);
+
+  // --noise-scale: the same steps, a micro-batch per GradientAggregator::add,
+  // whose observer sees each rank's own gradient before the all-reduce.
+  std::optional<ch06::GradientAggregator> aggregator;
+  std::optional<ch06::NoiseScale> noise;
+  torch::Tensor local_squared;  // |this rank's gradient|², the last round's
+  if (setup.noise_scale) {
+    aggregator.emplace(*model, *optimizer, comm, local_batch / micro_batch);
+    aggregator->observe_local_gradients([&](workbook::Classifier& m) { local_squared = ch06::squared_gradient_norm(m); });
+    noise.emplace(local_batch, config.global_batch);
+  }
 
   Outcome outcome;
   for (int64_t epoch = 1; epoch <= flags.epochs && !outcome.diverged; ++epoch) {
@@ -164,9 +183,15 @@ Outcome train_config(const Config& config, const Setup& setup, const workbook::F
           ch03::gather_batch(data.train.images, data.train.labels, indices, step * local_batch, local_batch);
       workbook::Stopwatch clock(device);
       clock.start();
-      const torch::Tensor loss =
-          ch06::accumulated_train_step(*model, *optimizer, ch06::split_batch(batch, micro_batch), comm);
+      torch::Tensor loss;
+      if (aggregator) {
+        for (const ch03::Batch& micro : ch06::split_batch(batch, micro_batch)) aggregator->add(micro);
+        loss = aggregator->last_loss();
+      } else {
+        loss = ch06::accumulated_train_step(*model, *optimizer, ch06::split_batch(batch, micro_batch), comm);
+      }
       outcome.train_seconds += clock.stop();
+      if (noise) noise->add(local_squared, ch06::squared_gradient_norm(*model));  // .grad: the averaged gradient
       loss_sum += loss.item<double>();
       ++outcome.steps;
       outcome.samples += config.global_batch;
@@ -192,11 +217,21 @@ Outcome train_config(const Config& config, const Setup& setup, const workbook::F
                                     fmt::format("{}", epoch), fmt::format("{:.4g}", lr),
                                     outcome.diverged ? "diverged" : fmt::format("{:.4g}", train_loss),
                                     fmt::format("{:.4f}", eval.accuracy()), fmt::format("{:.1f}", outcome.train_seconds)}));
+    nlohmann::json record = {{"type", "epoch"}, {"chapter", "ch06"}, {"variant", variant},
+                             {"global_batch", config.global_batch}, {"method", config.method.name}, {"epoch", epoch},
+                             {"lr", lr}, {"train_loss", outcome.diverged ? nlohmann::json(nullptr) : nlohmann::json(train_loss)},
+                             {"test_accuracy", eval.accuracy()}, {"train_s", outcome.train_seconds}};
+    if (noise) {
+      const ch06::NoiseScaleEstimate e = noise->estimate(comm);
+      if (leader)
+        fmt::print("  noise scale over the epoch's {} steps: B_simple = {:.0f} samples (|G|² {:.4g}, tr Σ {:.4g}; "
+                   "{} per rank against {} in all)\n",
+                   e.steps, e.b_simple, e.gradient_squared, e.trace_sigma, local_batch, config.global_batch);
+      record["noise_scale"] = {{"b_simple", e.b_simple}, {"gradient_squared", e.gradient_squared},
+                               {"trace_sigma", e.trace_sigma}, {"steps", e.steps}};
+    }
     if (leader) std::fflush(stdout);  // a row per epoch also when the log is a file or a pipe
-    json.write({{"type", "epoch"}, {"chapter", "ch06"}, {"variant", variant}, {"global_batch", config.global_batch},
-                {"method", config.method.name}, {"epoch", epoch}, {"lr", lr},
-                {"train_loss", outcome.diverged ? nlohmann::json(nullptr) : nlohmann::json(train_loss)},
-                {"test_accuracy", eval.accuracy()}, {"train_s", outcome.train_seconds}});
+    json.write(record);
   }
   return outcome;
 }
@@ -222,6 +257,10 @@ int train(workbook::Program& program) {
   std::optional<double> trust_coefficient;
   app.add_option("--trust-coefficient", trust_coefficient, "LARS's η: each layer moves by lr · η of its norm")
       ->check(CLI::PositiveNumber);
+  app.add_flag("--momentum-correction", setup.momentum_correction,
+               "LARS: scale its velocity by lr_new / lr_old when the rate changes (Goyal et al. 2017, §2.2)");
+  app.add_flag("--noise-scale", setup.noise_scale,
+               "estimate the gradient noise scale B_simple every epoch (McCandlish et al. 2018); 2 or more ranks");
   bool sweep = false, full = false;
   std::vector<int64_t> sweep_batches;
   std::vector<std::string> sweep_methods;
@@ -266,6 +305,11 @@ int train(workbook::Program& program) {
   }
   const int ranks = program.ranks();
   setup.flags = flags;
+  WB_CHECK(!setup.momentum_correction || sweep || method_name == "lars",
+           "--momentum-correction is for --method lars: SGD applies its rate outside the velocity, where the "
+           "correction is built in, and LAMB keeps no velocity");
+  WB_CHECK(!setup.noise_scale || ranks >= 2,
+           "--noise-scale compares each rank's gradient with the average over ranks: run 2 or more ranks");
   WB_CHECK(!configs.empty(), "nothing to train: --batches and --methods name no configuration");
   for (const Config& c : configs) {
     // Every configuration is checked before the first trains: a sweep must

@@ -50,6 +50,8 @@ struct LarsOptions : public torch::optim::OptimizerCloneableOptions<LarsOptions>
   TORCH_ARG(double, weight_decay) = 5e-4;
   TORCH_ARG(double, trust_coefficient) = 1e-3;  // η
   TORCH_ARG(bool, adapt) = true;                // false: plain momentum SGD for this group
+  // Goyal et al. §2.2: when lr changes, scale v by lr_new / lr_old first.
+  TORCH_ARG(bool, momentum_correction) = false;
 
  public:
   void serialize(torch::serialize::InputArchive& archive) override;
@@ -60,6 +62,7 @@ struct LarsOptions : public torch::optim::OptimizerCloneableOptions<LarsOptions>
 
 struct LarsParamState : public torch::optim::OptimizerCloneableParamState<LarsParamState> {
   TORCH_ARG(torch::Tensor, momentum_buffer);  // v
+  TORCH_ARG(double, last_lr) = 0.0;           // the lr of this tensor's last step (0: none yet)
 
  public:
   void serialize(torch::serialize::InputArchive& archive) override;

@@ -19,7 +19,10 @@
 // with the gradients averaged by a BucketReducer (this build's ring): not at
 // all, after backward in one bucket, after backward in buckets, overlapped
 // with backward (1 MiB first bucket, 25 MiB cap), and overlapped with small
-// buckets (64 KiB first, 256 KiB cap). hidden = (after-backward - overlapped) / (after-backward - none):
+// buckets (64 KiB first, 256 KiB cap); then overlapped with a parameter no
+// step uses added to the reducer, with its buckets kept and rebuilt after the
+// first step (Note: [rebuilt buckets]). from_hooks: buckets launched during
+// backward in the last step. hidden = (after-backward - overlapped) / (after-backward - none):
 // the share of the communication time that overlapping hid.
 #include <fmt/format.h>
 
@@ -163,6 +166,7 @@ struct Variant {
   std::string name;
   bool communicate;
   ch04::ReducerOptions reducer;
+  bool unused_parameter = false;  // the reducer also gets a parameter no step uses (registered last)
 };
 
 int overlap(const Options& o, workbook::Program& program) {
@@ -187,12 +191,21 @@ int overlap(const Options& o, workbook::Program& program) {
       {"buckets-after", true, {int64_t{1} << 20, int64_t{25} << 20, std::nullopt, ch04::ring_average(), false}},
       {"overlap", true, {int64_t{1} << 20, int64_t{25} << 20, std::nullopt, ch04::ring_average(), true}},
       {"overlap-small", true, {int64_t{64} << 10, int64_t{256} << 10, std::nullopt, ch04::ring_average(), true}},
+      // Note: [rebuilt buckets] in reducer.hpp: a parameter that gets no
+      // gradient, in the first bucket, holds every bucket back until finish().
+      {"unused", true, {int64_t{1} << 20, int64_t{25} << 20, std::nullopt, ch04::ring_average(), true, false}, true},
+      {"unused-rebuilt", true, {int64_t{1} << 20, int64_t{25} << 20, std::nullopt, ch04::ring_average(), true, true},
+       true},
   };
+  // 512 KiB that no forward pass uses: a head trained in another phase, say.
+  const torch::Tensor unused = torch::zeros({128, 1024}, torch::TensorOptions().device(device).requires_grad(true));
   std::map<std::string, std::vector<double>> step_ms;
-  std::map<std::string, size_t> bucket_count;
+  std::map<std::string, size_t> bucket_count, from_hooks;
   auto time_variant = [&](const Variant& v, int steps) {
     std::unique_ptr<ch04::BucketReducer> reducer;
-    if (v.communicate) reducer = std::make_unique<ch04::BucketReducer>(model->parameters(), comm, v.reducer);
+    std::vector<torch::Tensor> parameters = model->parameters();
+    if (v.unused_parameter) parameters.push_back(unused);
+    if (v.communicate) reducer = std::make_unique<ch04::BucketReducer>(parameters, comm, v.reducer);
     comm.barrier();
     workbook::Stopwatch clock(device);
     clock.start();
@@ -205,6 +218,7 @@ int overlap(const Options& o, workbook::Program& program) {
     const double ms = 1000.0 * clock.stop() / steps;
     comm.barrier();
     if (reducer) bucket_count[v.name] = reducer->buckets().size();
+    if (reducer) from_hooks[v.name] = reducer->launched_from_hooks();
     return ms;
   };
   for (const Variant& v : variants) time_variant(v, 2);  // warm-up
@@ -214,8 +228,9 @@ int overlap(const Options& o, workbook::Program& program) {
   const double none = median(step_ms["none"]), after = median(step_ms["after-backward"]);
   if (leader)
     fmt::print("ch04_bench: FashionCNN steps, {} rank(s), {} samples per rank, {} thread(s) per rank; {} rounds of "
-               "{} steps, medians\n\n{:<16} {:>8} {:>9} {:>9}\n",
-               comm.size(), local_batch, flags.threads, o.rounds, o.steps, "variant", "buckets", "step_ms", "hidden");
+               "{} steps, medians\n\n{:<16} {:>8} {:>10} {:>9} {:>9}\n",
+               comm.size(), local_batch, flags.threads, o.rounds, o.steps, "variant", "buckets", "from_hooks",
+               "step_ms", "hidden");
   for (const Variant& v : variants) {
     const double ms = median(step_ms[v.name]);
     const bool overlapped = v.communicate && v.reducer.overlap;
@@ -223,10 +238,13 @@ int overlap(const Options& o, workbook::Program& program) {
     nlohmann::json row = {{"type", "row"}, {"measure", "step"}, {"variant", v.name}, {"ranks", comm.size()},
                           {"batch", local_batch}, {"impl", "self"}, {"ms", ms}};
     if (overlapped) row["hidden"] = hidden;
+    if (v.communicate) row["launched_from_hooks"] = from_hooks[v.name];
     json.write(row);
     if (leader)
-      fmt::print("{:<16} {:>8} {:>9.2f} {:>9}\n", v.name, v.communicate ? std::to_string(bucket_count[v.name]) : "-",
-                 ms, overlapped ? fmt::format("{:.3f}", hidden) : "-");
+      fmt::print("{:<16} {:>8} {:>10} {:>9.2f} {:>9}\n", v.name,
+                 v.communicate ? std::to_string(bucket_count[v.name]) : "-",
+                 v.communicate ? std::to_string(from_hooks[v.name]) : "-", ms,
+                 overlapped ? fmt::format("{:.3f}", hidden) : "-");
   }
   if (leader)
     fmt::print("\ncommunication after backward: {:.2f} ms of a {:.2f} ms step ({:.1f}%)\n", after - none, after,

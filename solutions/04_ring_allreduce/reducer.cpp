@@ -2,6 +2,8 @@
 // finish; the thread that runs the all-reduces is given.
 #include "reducer.hpp"
 
+#include <algorithm>
+
 #include "workbook/errors.hpp"
 
 namespace ch04 {
@@ -18,10 +20,25 @@ BucketReducer::BucketReducer(std::vector<torch::Tensor> parameters, workbook::Co
   WB_ASSERT(!parameters_.empty(), "a BucketReducer needs parameters");
   for (const torch::Tensor& p : parameters_)
     WB_ASSERT(p.requires_grad() && p.is_leaf(), "every parameter must be a leaf that requires a gradient");
-  buckets_ = options_.buckets ? *options_.buckets
-                              : assign_buckets(parameters_, options_.first_bucket_bytes, options_.bucket_cap_bytes);
+  use_buckets(options_.buckets ? *options_.buckets
+                              : assign_buckets(parameters_, options_.first_bucket_bytes, options_.bucket_cap_bytes));
+  rebuilt_ = options_.buckets.has_value() || !options_.rebuild_buckets;  // nothing to rebuild
+  reset_step();
+  for (size_t i = 0; i < parameters_.size(); ++i)
+    hook_handles_.push_back(parameters_[i].register_hook([this, i](torch::Tensor gradient) {
+      if (!rebuilt_) arrival_order_.push_back(i);
+      gradient_ready(i, gradient);
+      std::lock_guard<std::mutex> lock(mutex_);
+      launched_from_hooks_ = launched_.size();
+    }));
+  if (options_.overlap) thread_ = std::thread([this] { communication_loop(); });
+}
+
+void BucketReducer::use_buckets(std::vector<Bucket> buckets) {
+  buckets_ = std::move(buckets);
   bucket_of_.assign(parameters_.size(), buckets_.size());
   slot_of_.assign(parameters_.size(), 0);
+  flat_.clear();
   for (size_t b = 0; b < buckets_.size(); ++b) {
     const Bucket& bucket = buckets_[b];
     WB_ASSERT(!bucket.parameters.empty() && bucket.offsets.size() == bucket.parameters.size(),
@@ -36,12 +53,35 @@ BucketReducer::BucketReducer(std::vector<torch::Tensor> parameters, workbook::Co
   }
   for (size_t i = 0; i < parameters_.size(); ++i)
     WB_ASSERT(bucket_of_[i] < buckets_.size(), "parameter {} is in no bucket", i);
-  reset_step();
-  for (size_t i = 0; i < parameters_.size(); ++i)
-    hook_handles_.push_back(parameters_[i].register_hook([this, i](torch::Tensor gradient) {
-      gradient_ready(i, gradient);
-    }));
-  if (options_.overlap) thread_ = std::thread([this] { communication_loop(); });
+}
+
+void BucketReducer::rebuild_buckets_in_arrival_order() {
+  // Rank 0's arrival order, then the parameters that never arrived (in the
+  // assumed order: reverse registration). Every rank gets the same list.
+  std::vector<bool> arrived(parameters_.size(), false);
+  std::vector<int64_t> order;
+  for (size_t i : arrival_order_)
+    if (!arrived[i]) {
+      arrived[i] = true;
+      order.push_back(static_cast<int64_t>(i));
+    }
+  for (size_t i = parameters_.size(); i-- > 0;)
+    if (!arrived[i]) order.push_back(static_cast<int64_t>(i));
+  torch::Tensor shared = torch::tensor(order, torch::kInt64).to(comm_.device());
+  comm_.broadcast(shared, 0);
+  shared = shared.cpu();
+  const int64_t* agreed = shared.data_ptr<int64_t>();
+  // assign_buckets walks its list from the last element: hand it the order reversed.
+  const size_t n = parameters_.size();
+  std::vector<torch::Tensor> reversed;
+  for (size_t k = n; k-- > 0;) reversed.push_back(parameters_[static_cast<size_t>(agreed[k])]);
+  std::vector<Bucket> buckets = assign_buckets(reversed, options_.first_bucket_bytes, options_.bucket_cap_bytes);
+  for (Bucket& bucket : buckets)
+    for (size_t& p : bucket.parameters) p = static_cast<size_t>(agreed[n - 1 - p]);
+  const bool same = buckets.size() == buckets_.size() &&
+                    std::equal(buckets.begin(), buckets.end(), buckets_.begin(),
+                               [](const Bucket& x, const Bucket& y) { return x.parameters == y.parameters; });
+  if (!same) use_buckets(std::move(buckets));  // the usual case for a model used in order: nothing changes
 }
 
 BucketReducer::~BucketReducer() {
@@ -103,6 +143,17 @@ void BucketReducer::finish() {
 // ---- given: the communication thread ------------------------------------------
 
 void BucketReducer::reset_step() {
+  // The first step is over when a hook fired (tests that call gradient_ready
+  // themselves never rebuild); the communication thread is idle here.
+  if (!rebuilt_ && !arrival_order_.empty()) {
+    rebuilt_ = true;
+    rebuild_buckets_in_arrival_order();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    last_launched_from_hooks_ = launched_from_hooks_;
+    launched_from_hooks_ = 0;
+  }
   arrived_.assign(parameters_.size(), false);
   missing_.clear();
   for (const Bucket& bucket : buckets_) missing_.push_back(bucket.parameters.size());

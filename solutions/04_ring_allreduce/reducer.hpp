@@ -1,11 +1,17 @@
 // reducer.hpp — Chapter 4's bucketed, overlapped gradient averaging: what
 // PyTorch's DistributedDataParallel does during backward.
 //
-//   backward:  fc3 fc2 ─┐    fc1 ───────────┐    conv2 bn2 conv1 bn1 ─┐
-//   gradients:  ready   │     ready         │       ready             │
-//                  bucket 0 full       bucket 1 full             bucket 2 full
-//   comm thread:        └► all-reduce 0 ──► └► all-reduce 1 ──────►   └► all-reduce 2
-//   finish():                                                          wait, copy back
+// FashionCNN with the default limits (1 MiB first, 25 MiB after): two buckets.
+//
+//   backward:     fc3 fc2 fc1 ─┐    bn2 conv2 bn1 conv1 ─┐
+//   gradients:    ready        │    ready                │
+//                       bucket 0 full              bucket 1 full
+//   comm thread:               └► all-reduce 0 ──►       └► all-reduce 1
+//   finish():                                                 wait, copy back
+//
+//   bucket 0: fc3, fc2, fc1 (parameters 13 to 8), 1,456,330 elements (5.6 MiB:
+//             fc1's weight alone takes it past 1 MiB)
+//   bucket 1: bn2, conv2, bn1, conv1 (parameters 7 to 0), 19,008 elements
 //
 // Parameters are grouped into buckets in reverse registration order (the
 // order backward produces their gradients). A hook on each parameter copies
@@ -68,7 +74,24 @@ struct ReducerOptions {
   // false: the hooks only copy; every bucket is reduced in finish(), after
   // backward (the baseline the bench compares with).
   bool overlap = true;
+  // After the first step, rebuild the buckets in the order the gradients
+  // arrived in (Note: [rebuilt buckets]). Not with explicit `buckets`.
+  bool rebuild_buckets = true;
 };
+
+// Note: [rebuilt buckets] The buckets assume that backward produces the
+// gradients in reverse registration order, and that every parameter gets
+// one. When a model uses its layers in another order, or a parameter gets
+// no gradient (a layer this step does not use), a bucket waits for a
+// gradient that comes late or never, and every bucket after it waits too
+// (launches go in index order): overlap is lost. PyTorch's DDP records the
+// order in which gradients became ready in its first iteration and rebuilds
+// its buckets in that order. So does this reducer, in given code: the hooks
+// record the order; at the end of the first step (in reset_step) rank 0's
+// order is broadcast (the ranks must agree on the buckets), the parameters
+// that got no gradient are put last, and assign_buckets runs again on that
+// order. Parameters unused in the first step but used later still work:
+// their bucket launches late, in finish().
 
 // Note: [one step with a BucketReducer]
 //   optimizer.zero_grad(); loss.backward(); reducer.finish(); optimizer.step();
@@ -100,6 +123,9 @@ class BucketReducer {
   const std::vector<Bucket>& buckets() const { return buckets_; }
   // The buckets in the order the last step launched them (0, 1, 2, ...).
   std::vector<size_t> launch_order() const;
+  // How many buckets the last step launched from the hooks, during backward
+  // (the rest waited for finish()): what overlap had to work with.
+  size_t launched_from_hooks() const { return last_launched_from_hooks_; }
 
  private:
   // Given. slot(i): parameter i's place in its bucket's flat buffer.
@@ -112,6 +138,8 @@ class BucketReducer {
   void wait_for_launched();
   void reset_step();
   void communication_loop();
+  void use_buckets(std::vector<Bucket> buckets);  // bucket_of_, slot_of_, flat_ for these buckets
+  void rebuild_buckets_in_arrival_order();
 
   std::vector<torch::Tensor> parameters_;
   workbook::Communicator& comm_;
@@ -121,6 +149,10 @@ class BucketReducer {
   std::vector<size_t> bucket_of_;            // parameter -> bucket
   std::vector<size_t> slot_of_;              // parameter -> position in its bucket
   std::vector<int64_t> hook_handles_;
+  // The order the hooks fired in during the first step (Note: [rebuilt buckets]).
+  std::vector<size_t> arrival_order_;
+  bool rebuilt_ = false;
+  size_t launched_from_hooks_ = 0, last_launched_from_hooks_ = 0;
 
   // This step's progress, touched only by the thread running backward and finish().
   std::vector<bool> arrived_;                // parameter -> its gradient is in its bucket

@@ -16,12 +16,14 @@ bool GradientAggregator::add(const ch03::Batch& batch) {
   if (pending_ == 0) optimizer_.zero_grad();  // a new round starts from zero gradients
   torch::Tensor loss = torch::nn::functional::cross_entropy(model_.forward(batch.images), batch.labels);
   (loss / static_cast<double>(frequency_)).backward();
-  loss_sum_ += loss.item<double>();
+  // Summed on the device: reading it here would wait for the device at every batch.
+  loss_sum_ = loss_sum_.defined() ? loss_sum_ + loss.detach() : loss.detach();
   if (++pending_ < frequency_) return false;  // keep adding, locally
+  if (local_gradient_observer_) local_gradient_observer_(model_);  // this rank's own gradient, still
   ch03::all_reduce_gradients(model_, comm_);
   optimizer_.step();
   last_loss_ = loss_sum_ / static_cast<double>(frequency_);
-  loss_sum_ = 0.0;
+  loss_sum_ = torch::Tensor();
   pending_ = 0;
   return true;
   // END SOLUTION

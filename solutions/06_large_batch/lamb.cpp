@@ -82,14 +82,17 @@ torch::Tensor Lamb::step(LossClosure closure) {
       torch::Tensor update =
           (state.exp_avg() / correction1) / ((state.exp_avg_sq() / correction2).sqrt() + options.eps());
       if (options.weight_decay() != 0) update.add_(p, options.weight_decay());
-      // The trust ratio: the step is lr times this layer's own norm.
-      double trust = 1.0;
+      // The trust ratio: the step is lr times this layer's own norm. It stays
+      // a tensor on the device, as in Lars::step (no item(): no wait per tensor).
+      torch::Tensor step_size = torch::full({}, options.lr(), p.options().dtype(torch::kFloat64));
       if (options.adapt()) {
-        const double weight_norm = p.norm().item<double>();
-        const double update_norm = update.norm().item<double>();
-        if (weight_norm > 0 && update_norm > 0) trust = weight_norm / update_norm;
+        const torch::Tensor weight_norm = p.norm().to(torch::kFloat64);
+        const torch::Tensor update_norm = update.norm().to(torch::kFloat64);
+        const torch::Tensor defined = weight_norm.gt(0).logical_and(update_norm.gt(0));
+        const torch::Tensor trust = weight_norm / update_norm;
+        step_size = options.lr() * torch::where(defined, trust, torch::ones_like(trust));
       }
-      p.sub_(update, options.lr() * trust);
+      p.sub_(update * step_size.to(p.scalar_type()));
     }
   }
   // END SOLUTION

@@ -14,6 +14,7 @@ void LarsOptions::serialize(torch::serialize::OutputArchive& archive) const {
   _TORCH_OPTIM_SERIALIZE_TORCH_ARG(weight_decay);
   _TORCH_OPTIM_SERIALIZE_TORCH_ARG(trust_coefficient);
   _TORCH_OPTIM_SERIALIZE_TORCH_ARG(adapt);
+  _TORCH_OPTIM_SERIALIZE_TORCH_ARG(momentum_correction);
 }
 void LarsOptions::serialize(torch::serialize::InputArchive& archive) {
   _TORCH_OPTIM_DESERIALIZE_TORCH_ARG(double, lr);
@@ -21,12 +22,15 @@ void LarsOptions::serialize(torch::serialize::InputArchive& archive) {
   _TORCH_OPTIM_DESERIALIZE_TORCH_ARG(double, weight_decay);
   _TORCH_OPTIM_DESERIALIZE_TORCH_ARG(double, trust_coefficient);
   _TORCH_OPTIM_DESERIALIZE_TORCH_ARG(bool, adapt);
+  _TORCH_OPTIM_DESERIALIZE_TORCH_ARG(bool, momentum_correction);
 }
 void LarsParamState::serialize(torch::serialize::OutputArchive& archive) const {
   _TORCH_OPTIM_SERIALIZE_TORCH_ARG(momentum_buffer);
+  _TORCH_OPTIM_SERIALIZE_TORCH_ARG(last_lr);
 }
 void LarsParamState::serialize(torch::serialize::InputArchive& archive) {
   _TORCH_OPTIM_DESERIALIZE_TORCH_ARG(torch::Tensor, momentum_buffer);
+  _TORCH_OPTIM_DESERIALIZE_TORCH_ARG(double, last_lr);
 }
 void Lars::save(torch::serialize::OutputArchive& archive) const {
   torch::optim::serialize<LarsParamState, LarsOptions>(archive, *this);
@@ -57,12 +61,17 @@ torch::Tensor Lars::step(LossClosure closure) {
       if (!p.grad().defined()) continue;
       const torch::Tensor& grad = p.grad();
       // The trust ratio: each layer moves by about lr · η of its own norm.
-      double local_lr = 1.0;
+      // Note: it stays a tensor, on the parameter's device. Reading the norms
+      // on the host (item()) would make a GPU wait twice per tensor per step
+      // (Chapter 1's rule); torch::where replaces the `if`. Float64, as the
+      // host's arithmetic was, so the ratio is the same to the last bit.
+      torch::Tensor step_size = torch::full({}, options.lr(), p.options().dtype(torch::kFloat64));
       if (options.adapt()) {
-        const double weight_norm = p.norm().item<double>();
-        const double grad_norm = grad.norm().item<double>();
-        const double denominator = grad_norm + options.weight_decay() * weight_norm;
-        if (weight_norm > 0 && denominator > 0) local_lr = options.trust_coefficient() * weight_norm / denominator;
+        const torch::Tensor weight_norm = p.norm().to(torch::kFloat64);
+        const torch::Tensor denominator = grad.norm().to(torch::kFloat64) + options.weight_decay() * weight_norm;
+        const torch::Tensor defined = weight_norm.gt(0).logical_and(denominator.gt(0));
+        const torch::Tensor local_lr = options.trust_coefficient() * weight_norm / denominator;
+        step_size = options.lr() * torch::where(defined, local_lr, torch::ones_like(local_lr));
       }
       torch::Tensor update = grad;
       if (options.weight_decay() != 0) update = update.add(p, options.weight_decay());
@@ -72,8 +81,17 @@ torch::Tensor Lars::step(LossClosure closure) {
         fresh->momentum_buffer(torch::zeros_like(p, torch::MemoryFormat::Preserve));
         state_[key] = std::move(fresh);
       }
-      torch::Tensor& velocity = static_cast<LarsParamState&>(*state_[key]).momentum_buffer();
-      velocity.mul_(options.momentum()).add_(update, options.lr() * local_lr);
+      auto& state = static_cast<LarsParamState&>(*state_[key]);
+      torch::Tensor& velocity = state.momentum_buffer();
+      // Note: [momentum correction] v holds past steps already multiplied by
+      // their rate. When the rate changes (warm-up, decay), Goyal et al. §2.2
+      // rescale v by lr_new / lr_old, so the steps remembered move as far as
+      // steps at the new rate would. (SGD that applies lr outside v, as
+      // torch::optim::SGD does, gets this for free.)
+      double momentum = options.momentum();
+      if (options.momentum_correction() && state.last_lr() > 0) momentum *= options.lr() / state.last_lr();
+      state.last_lr(options.lr());
+      velocity.mul_(momentum).add_(update * step_size.to(p.scalar_type()));
       p.sub_(velocity);
     }
   }

@@ -1,12 +1,16 @@
 // optimizer_checks.hpp — what the LARS and LAMB tests share: a two-tensor
-// "layer" with hand-picked values, and the checkpoint round trip.
+// "layer" with hand-picked values, the checkpoint round trip, and the count of
+// host reads per step.
 #pragma once
 #include <functional>
 #include <memory>
 
 #include <torch/torch.h>
 
+#include <catch2/catch.hpp>
+
 #include "ddp.hpp"
+#include "host_reads.hpp"
 #include "mpi_test.hpp"
 #include "oracles.hpp"
 #include "shared_directory.hpp"
@@ -52,6 +56,32 @@ inline double resume_difference(const OptimizerFactory& make_optimizer, workbook
   ch03::load_checkpoint(dir.path / "ckpt.pt", *resumed, *resumed_optimizer);
   oracle::train_steps(*resumed, *resumed_optimizer, batches, 3, 5);
   return oracle::max_parameter_difference(*model, *resumed);
+}
+
+// How often one step() read a value on the host, for a model of `tensors`
+// weight tensors (Note: [why count host reads] in host_reads.hpp).
+inline int64_t host_reads_per_step(const OptimizerFactory& make_optimizer, int tensors) {
+  torch::nn::Module model;
+  for (int i = 0; i < tensors; ++i) {
+    torch::Tensor w = model.register_parameter("w" + std::to_string(i), torch::rand({4, 3}) + 0.5);
+    w.mutable_grad() = torch::rand({4, 3});
+  }
+  auto optimizer = make_optimizer(model);
+  optimizer->step();  // the first step creates the state
+  for (auto& p : model.parameters()) p.mutable_grad() = torch::rand_like(p);
+  host_reads::Counter counter;
+  optimizer->step();
+  return counter.reads();
+}
+
+// One step must not read more values on the host for 4 weight tensors than for 1.
+inline void require_no_host_read_per_tensor(const OptimizerFactory& make_optimizer) {
+  const int64_t reads_1 = host_reads_per_step(make_optimizer, 1);
+  const int64_t reads_4 = host_reads_per_step(make_optimizer, 4);
+  INFO("one step read a value on the host " << reads_1 << " times for 1 tensor and " << reads_4
+       << " times for 4: item() on the norms makes a GPU wait for every tensor at every step. Keep the ratio a "
+          "0-dim tensor and choose with torch::where instead of an if");
+  REQUIRE(reads_4 == reads_1);
 }
 
 }  // namespace optimizer_checks

@@ -114,3 +114,33 @@ TEST_CASE("ex6.2 LARS's momentum survives a checkpoint", "[ex6.2]") {
   INFO("largest parameter difference between training on and resuming from the checkpoint: " << difference);
   REQUIRE(mpi_test::all_ranks(difference == 0.0));
 }
+
+TEST_CASE("ex6.2 Lars::step keeps the trust ratio on the device: no host read per tensor", "[ex6.2]") {
+  optimizer_checks::require_no_host_read_per_tensor([](torch::nn::Module& m) {
+    return std::make_unique<ch06::Lars>(m.parameters(), toy_options());
+  });
+}
+
+TEST_CASE("ex6.2 momentum correction: a change of rate rescales the velocity (Goyal et al. 2.2)", "[ex6.2]") {
+  // The first test's two steps, with the rate halved for the second.
+  for (const bool corrected : {false, true}) {
+    CAPTURE(corrected);
+    ToyLayer layer;
+    ch06::Lars lars({layer.w}, toy_options().momentum_correction(corrected));
+    optimizer_checks::set_grads(layer, torch::tensor({{0.6, 0.8}}, torch::kFloat64), torch::zeros({2}, torch::kFloat64));
+    lars.step();  // v = [0.015, 0.02], w = [2.985, 3.98]
+    ch06::set_learning_rate(lars, 0.25);
+    optimizer_checks::set_grads(layer, torch::tensor({{0.6, 0.8}}, torch::kFloat64), torch::zeros({2}, torch::kFloat64));
+    lars.step();
+    const double norm1 = 0.995 * 5.0;
+    const double local_lr = 0.01 * norm1 / (1.0 + 0.1 * norm1);
+    // Corrected, the remembered velocity is rescaled by 0.25 / 0.5 before the new step adds to it.
+    const double kept = corrected ? 0.9 * 0.25 / 0.5 : 0.9;
+    const double v0 = kept * 0.015 + 0.25 * local_lr * (0.6 + 0.1 * 2.985);
+    const double v1 = kept * 0.02 + 0.25 * local_lr * (0.8 + 0.1 * 3.98);
+    INFO("w after a step at 0.5 and one at 0.25: " << layer.w << (corrected ? "; with momentum_correction the "
+         "velocity is multiplied by momentum · lr / last_lr, here 0.9 · 0.25 / 0.5" : "; without it, by momentum alone"));
+    CHECK(layer.w[0][0].item<double>() == Approx(2.985 - v0).epsilon(1e-12));
+    CHECK(layer.w[0][1].item<double>() == Approx(3.98 - v1).epsilon(1e-12));
+  }
+}

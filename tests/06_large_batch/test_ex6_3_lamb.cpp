@@ -92,3 +92,9 @@ TEST_CASE("ex6.3 LAMB's moments and step counts survive a checkpoint", "[ex6.3]"
   INFO("largest parameter difference between training on and resuming from the checkpoint: " << difference);
   REQUIRE(mpi_test::all_ranks(difference == 0.0));
 }
+
+TEST_CASE("ex6.3 Lamb::step keeps the trust ratio on the device: no host read per tensor", "[ex6.3]") {
+  optimizer_checks::require_no_host_read_per_tensor([](torch::nn::Module& m) {
+    return std::make_unique<ch06::Lamb>(m.parameters(), toy_options());
+  });
+}

@@ -4,6 +4,7 @@
 
 #include "accumulation.hpp"
 #include "accumulation_data.hpp"
+#include "host_reads.hpp"
 #include "mpi_test.hpp"
 #include "workbook/errors.hpp"
 
@@ -75,6 +76,23 @@ TEST_CASE("ex6.4 with a real optimizer: accumulated steps equal steps on the who
   const double difference = oracle::max_parameter_difference(*model, *reference);
   INFO("largest parameter difference from 4 Adam steps on the whole global batch: " << difference);
   REQUIRE(mpi_test::all_ranks(difference <= 1e-5));
+}
+
+TEST_CASE("ex6.4 the micro-batches' losses stay on the device: no host read per micro-batch", "[ex6.4]") {
+  auto comm = mpi_test::communicator();
+  auto reads_with = [&](int64_t k) {
+    const auto batches = accumulation_data::global_batches(1, 2 * k * comm->size(), 74);
+    auto model = accumulation_data::toy_model();
+    torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.1));
+    const auto micro_batches = ch06::split_batch(share(batches[0], comm->rank(), comm->size()), 2);
+    host_reads::Counter counter;
+    ch06::accumulated_train_step(*model, optimizer, micro_batches, *comm);
+    return counter.reads();
+  };
+  const int64_t reads_2 = reads_with(2), reads_6 = reads_with(6);
+  INFO("a step of 2 micro-batches read a value on the host " << reads_2 << " times, one of 6 " << reads_6
+       << " times: sum the losses as tensors and let the caller read the result");
+  REQUIRE(mpi_test::all_ranks(reads_6 == reads_2));
 }
 
 TEST_CASE("ex6.4 micro-batches of different sizes are refused", "[ex6.4]") {

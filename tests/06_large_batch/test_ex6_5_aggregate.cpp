@@ -4,7 +4,9 @@
 
 #include "accumulation.hpp"
 #include "accumulation_data.hpp"
+#include "host_reads.hpp"
 #include "mpi_test.hpp"
+#include "oracles.hpp"
 #include "workbook/errors.hpp"
 
 using accumulation_data::share;
@@ -70,7 +72,53 @@ TEST_CASE("ex6.5 between steps nothing moves: the weights change only on the k-t
   REQUIRE(mpi_test::all_ranks(torch::equal(model->fc1->weight, before)));
   aggregator.add(share(batches[3], comm->rank(), comm->size()));
   REQUIRE(mpi_test::all_ranks(!torch::equal(model->fc1->weight, before)));
-  INFO("last_loss: this rank's mean loss over the round's 4 batches, " << aggregator.last_loss() << " vs "
-                                                                         << expected_loss);
-  REQUIRE(mpi_test::all_ranks(std::abs(aggregator.last_loss() - expected_loss) <= 1e-5));
+  const double last_loss = aggregator.last_loss().item<double>();
+  INFO("last_loss: this rank's mean loss over the round's 4 batches, " << last_loss << " vs " << expected_loss);
+  REQUIRE(mpi_test::all_ranks(std::abs(last_loss - expected_loss) <= 1e-5));
+}
+
+TEST_CASE("ex6.5 the batches' losses stay on the device: no host read per batch", "[ex6.5]") {
+  auto comm = mpi_test::communicator();
+  auto reads_in_round_of = [&](int64_t k) {
+    const auto batches = accumulation_data::global_batches(static_cast<int>(k), 2 * comm->size(), 77);
+    auto model = accumulation_data::toy_model();
+    torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.1));
+    ch06::GradientAggregator aggregator(*model, optimizer, *comm, k);
+    host_reads::Counter counter;
+    for (const ch03::Batch& global : batches) aggregator.add(share(global, comm->rank(), comm->size()));
+    return counter.reads();
+  };
+  const int64_t reads_2 = reads_in_round_of(2), reads_6 = reads_in_round_of(6);
+  INFO("a round of 2 batches read a value on the host " << reads_2 << " times, one of 6 " << reads_6
+       << " times: keep the loss sum a tensor (last_loss() returns one)");
+  REQUIRE(mpi_test::all_ranks(reads_6 == reads_2));
+}
+
+TEST_CASE("ex6.5 the observer sees this rank's own gradient, once per round, before the all-reduce", "[ex6.5][np3]") {
+  auto comm = mpi_test::communicator();
+  const int64_t k = 3;
+  const auto batches = accumulation_data::global_batches(static_cast<int>(2 * k), 2 * comm->size(), 78);
+  auto model = accumulation_data::toy_model();
+  auto reference = oracle::copy_of(*model);
+  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.1));
+  ch06::GradientAggregator aggregator(*model, optimizer, *comm, k);
+  std::vector<torch::Tensor> seen;  // fc1's gradient at each call of the observer
+  aggregator.observe_local_gradients([&](workbook::Classifier& m) { seen.push_back(m.parameters()[0].grad().clone()); });
+  for (int64_t i = 0; i < k; ++i) {
+    aggregator.add(share(batches[static_cast<size_t>(i)], comm->rank(), comm->size()));
+    INFO("after " << i + 1 << " of " << k << " batches the observer has been called " << seen.size() << " times");
+    REQUIRE(mpi_test::all_ranks(seen.size() == (i + 1 == k ? 1u : 0u)));
+  }
+  // This rank's own mean gradient over its k batches, from the same weights.
+  std::vector<torch::Tensor> mine_images, mine_labels;
+  for (int64_t i = 0; i < k; ++i) {
+    const ch03::Batch mine = share(batches[static_cast<size_t>(i)], comm->rank(), comm->size());
+    mine_images.push_back(mine.images);
+    mine_labels.push_back(mine.labels);
+  }
+  torch::nn::functional::cross_entropy(reference->forward(torch::cat(mine_images)), torch::cat(mine_labels)).backward();
+  const torch::Tensor expected = reference->parameters()[0].grad();
+  INFO("the observer must run before the all-reduce: it must see this rank's gradient, not the average over ranks "
+       "(largest difference " << (seen.front() - expected).abs().max().item<double>() << ")");
+  REQUIRE(mpi_test::all_ranks(torch::allclose(seen.front(), expected, 1e-5, 1e-6)));
 }
