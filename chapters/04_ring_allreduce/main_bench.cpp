@@ -238,12 +238,12 @@ int overlap(const Options& o, workbook::Program& program) {
     nlohmann::json row = {{"type", "row"}, {"measure", "step"}, {"variant", v.name}, {"ranks", comm.size()},
                           {"batch", local_batch}, {"impl", "self"}, {"ms", ms}};
     if (overlapped) row["hidden"] = hidden;
-    if (v.communicate) row["launched_from_hooks"] = from_hooks[v.name];
+    if (overlapped) row["launched_from_hooks"] = from_hooks[v.name];
     json.write(row);
     if (leader)
       fmt::print("{:<16} {:>8} {:>10} {:>9.2f} {:>9}\n", v.name,
                  v.communicate ? std::to_string(bucket_count[v.name]) : "-",
-                 v.communicate ? std::to_string(from_hooks[v.name]) : "-", ms,
+                 overlapped ? std::to_string(from_hooks[v.name]) : "-", ms,
                  overlapped ? fmt::format("{:.3f}", hidden) : "-");
   }
   if (leader)

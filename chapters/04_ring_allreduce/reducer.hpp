@@ -77,6 +77,9 @@ struct ReducerOptions {
   // After the first step, rebuild the buckets in the order the gradients
   // arrived in (Note: [rebuilt buckets]). Not with explicit `buckets`.
   bool rebuild_buckets = true;
+  // How buckets are assigned, at the start and when rebuilt: ex4.4's (the
+  // tests of ex4.5 give their own).
+  std::function<std::vector<Bucket>(const std::vector<torch::Tensor>&, int64_t, int64_t)> assign = assign_buckets;
 };
 
 // Note: [rebuilt buckets] The buckets assume that backward produces the
@@ -89,8 +92,8 @@ struct ReducerOptions {
 // its buckets in that order. So does this reducer, in given code: the hooks
 // record the order; at the end of the first step (in reset_step) rank 0's
 // order is broadcast (the ranks must agree on the buckets), the parameters
-// that got no gradient are put last, and assign_buckets runs again on that
-// order. Parameters unused in the first step but used later still work:
+// that got no gradient are put last, and the assignment (assign_buckets)
+// runs again on that order. Parameters unused in the first step but used later still work:
 // their bucket launches late, in finish().
 
 // Note: [one step with a BucketReducer]

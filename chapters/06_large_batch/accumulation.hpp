@@ -64,7 +64,7 @@ torch::Tensor accumulated_train_step(workbook::Classifier& model, torch::optim::
 // .grad holds this rank's own mean gradient over the round's batches, and
 // just after, the mean over every rank's. add() calls the observer given to
 // observe_local_gradients() there (ch06_train --noise-scale compares the two:
-// noise_scale.hpp).
+// workbook/noise_scale.hpp).
 class GradientAggregator {
  public:
   GradientAggregator(workbook::Classifier& model, torch::optim::Optimizer& optimizer, workbook::Communicator& comm,

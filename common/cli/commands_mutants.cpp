@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -129,6 +130,7 @@ int cmd_dev_mutants(const std::optional<std::string>& only) {
     for (const skeleton::FileStatus& f : chapter_files) write_file(f.skeleton, read_file(f.solution));
 
     fmt::print("{}:\n", chapter.id);
+    std::fflush(stdout);
     for (const Mutant* m : chapter_mutants) {
       const fs::path solution = source_dir() / m->solution;
       const fs::path student = source_dir() / "chapters" / fs::relative(m->solution, "solutions");
@@ -160,6 +162,7 @@ int cmd_dev_mutants(const std::optional<std::string>& only) {
         fmt::print("  ACCEPTED {}: every {} test passes, yet {}\n", m->name, m->exercise, m->what);
         ++accepted;
       }
+      std::fflush(stdout);  // a line per mutant as it is decided, also into a log file
     }
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

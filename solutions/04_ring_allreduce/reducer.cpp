@@ -21,7 +21,7 @@ BucketReducer::BucketReducer(std::vector<torch::Tensor> parameters, workbook::Co
   for (const torch::Tensor& p : parameters_)
     WB_ASSERT(p.requires_grad() && p.is_leaf(), "every parameter must be a leaf that requires a gradient");
   use_buckets(options_.buckets ? *options_.buckets
-                              : assign_buckets(parameters_, options_.first_bucket_bytes, options_.bucket_cap_bytes));
+                              : options_.assign(parameters_, options_.first_bucket_bytes, options_.bucket_cap_bytes));
   rebuilt_ = options_.buckets.has_value() || !options_.rebuild_buckets;  // nothing to rebuild
   reset_step();
   for (size_t i = 0; i < parameters_.size(); ++i)
@@ -75,7 +75,7 @@ void BucketReducer::rebuild_buckets_in_arrival_order() {
   const size_t n = parameters_.size();
   std::vector<torch::Tensor> reversed;
   for (size_t k = n; k-- > 0;) reversed.push_back(parameters_[static_cast<size_t>(agreed[k])]);
-  std::vector<Bucket> buckets = assign_buckets(reversed, options_.first_bucket_bytes, options_.bucket_cap_bytes);
+  std::vector<Bucket> buckets = options_.assign(reversed, options_.first_bucket_bytes, options_.bucket_cap_bytes);
   for (Bucket& bucket : buckets)
     for (size_t& p : bucket.parameters) p = static_cast<size_t>(agreed[n - 1 - p]);
   const bool same = buckets.size() == buckets_.size() &&

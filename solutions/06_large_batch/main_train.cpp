@@ -27,12 +27,12 @@
 #include <optional>
 
 #include "accumulation.hpp"
-#include "noise_scale.hpp"
 #include "ddp.hpp"  // Chapter 3's reference: broadcast_model, DistributedSampler, gather_batch, evaluate_distributed
 #include "optimizers.hpp"
 #include "schedule.hpp"
 #include "workbook/errors.hpp"
 #include "workbook/memory.hpp"
+#include "workbook/noise_scale.hpp"
 #include "workbook/program.hpp"
 #include "workbook/seeds.hpp"
 #include "workbook/timing.hpp"
@@ -118,7 +118,7 @@ struct Setup {
   std::optional<double> base_lr;        // default: the method's
   double target = 0.85;
   bool momentum_correction = false;  // LARS only (Note: [momentum correction] in lars.cpp)
-  bool noise_scale = false;          // estimate B_simple every epoch (noise_scale.hpp)
+  bool noise_scale = false;          // estimate B_simple every epoch (workbook/noise_scale.hpp)
 };
 
 // The method's schedule at this configuration's batch.
@@ -161,11 +161,11 @@ Outcome train_config(const Config& config, const Setup& setup, const workbook::F
   // --noise-scale: the same steps, a micro-batch per GradientAggregator::add,
   // whose observer sees each rank's own gradient before the all-reduce.
   std::optional<ch06::GradientAggregator> aggregator;
-  std::optional<ch06::NoiseScale> noise;
+  std::optional<workbook::NoiseScale> noise;
   torch::Tensor local_squared;  // |this rank's gradient|², the last round's
   if (setup.noise_scale) {
     aggregator.emplace(*model, *optimizer, comm, local_batch / micro_batch);
-    aggregator->observe_local_gradients([&](workbook::Classifier& m) { local_squared = ch06::squared_gradient_norm(m); });
+    aggregator->observe_local_gradients([&](workbook::Classifier& m) { local_squared = workbook::squared_gradient_norm(m); });
     noise.emplace(local_batch, config.global_batch);
   }
 
@@ -191,7 +191,7 @@ Outcome train_config(const Config& config, const Setup& setup, const workbook::F
         loss = ch06::accumulated_train_step(*model, *optimizer, ch06::split_batch(batch, micro_batch), comm);
       }
       outcome.train_seconds += clock.stop();
-      if (noise) noise->add(local_squared, ch06::squared_gradient_norm(*model));  // .grad: the averaged gradient
+      if (noise) noise->add(local_squared, workbook::squared_gradient_norm(*model));  // .grad: the averaged gradient
       loss_sum += loss.item<double>();
       ++outcome.steps;
       outcome.samples += config.global_batch;
@@ -222,13 +222,16 @@ Outcome train_config(const Config& config, const Setup& setup, const workbook::F
                              {"lr", lr}, {"train_loss", outcome.diverged ? nlohmann::json(nullptr) : nlohmann::json(train_loss)},
                              {"test_accuracy", eval.accuracy()}, {"train_s", outcome.train_seconds}};
     if (noise) {
-      const ch06::NoiseScaleEstimate e = noise->estimate(comm);
+      const workbook::NoiseScaleEstimate e = noise->estimate(comm);
+      const bool resolved = e.resolved();
       if (leader)
-        fmt::print("  noise scale over the epoch's {} steps: B_simple = {:.0f} samples (|G|² {:.4g}, tr Σ {:.4g}; "
-                   "{} per rank against {} in all)\n",
-                   e.steps, e.b_simple, e.gradient_squared, e.trace_sigma, local_batch, config.global_batch);
-      record["noise_scale"] = {{"b_simple", e.b_simple}, {"gradient_squared", e.gradient_squared},
-                               {"trace_sigma", e.trace_sigma}, {"steps", e.steps}};
+        fmt::print("  noise scale over the epoch's {} steps: B_simple = {} (|G|² {:.4g}, tr Σ {:.4g}; {} per rank "
+                   "against {} in all)\n",
+                   e.steps, resolved ? fmt::format("{:.0f} samples", e.b_simple) : "not resolved",
+                   e.gradient_squared, e.trace_sigma, local_batch, config.global_batch);
+      record["noise_scale"] = {{"b_simple", resolved ? nlohmann::json(e.b_simple) : nlohmann::json(nullptr)},
+                               {"gradient_squared", e.gradient_squared}, {"trace_sigma", e.trace_sigma},
+                               {"steps", e.steps}};
     }
     if (leader) std::fflush(stdout);  // a row per epoch also when the log is a file or a pipe
     json.write(record);

@@ -237,13 +237,15 @@ struct OutOfOrder : torch::nn::Module {
 TEST_CASE("ex4.5 after its first step the reducer rebuilds its buckets in the order the gradients arrived",
           "[ex4.5]") {
   // Note: [rebuilt buckets] in reducer.hpp; the rebuild is given code, but it
-  // runs your gradient_ready and finish, and your assign_buckets (ex4.4).
+  // runs your gradient_ready and finish.
   auto comm = mpi_test::communicator();
   for (const bool rebuild : {false, true}) {
     CAPTURE(rebuild);
     OutOfOrder model;
     ch04::ReducerOptions options;
-    options.first_bucket_bytes = options.bucket_cap_bytes = 1;  // a bucket per parameter
+    options.assign = [](const std::vector<torch::Tensor>& parameters, int64_t, int64_t) {
+      return test_buckets(parameters, 1);  // a bucket per parameter, from the last to the first
+    };
     options.all_reduce = [](torch::Tensor& flat, workbook::Communicator& c) { c.all_reduce(flat, workbook::ReduceOp::Average); };
     options.rebuild_buckets = rebuild;
     ch04::BucketReducer reducer(model.parameters(), *comm, options);

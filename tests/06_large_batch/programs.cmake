@@ -23,6 +23,13 @@ if(TARGET ch06_train_solution)
                              --method lars --batch 64 --micro-batch 16 --epochs 2 --train-samples 512 --threads 1)
   workbook_check_result_line(ch06_train_sweep_result_line "solution;ch06;mpi" ${mpi2} ${ch06}
                              --sweep --batches 32,64 --methods sgd,lamb --epochs 1 --train-samples 256 --threads 1)
+  workbook_check_result_line(ch06_train_noise_scale "solution;ch06;mpi" ${mpi2} ${ch06}
+                             --method lars --batch 64 --micro-batch 16 --epochs 1 --train-samples 512 --threads 1
+                             --noise-scale --momentum-correction)
+  workbook_expect_error(ch06_train_noise_scale_one_rank "solution;ch06" 2 "--noise-scale compares each rank's gradient"
+                        ${ch06} --noise-scale --batch 64 --train-samples 512)
+  workbook_expect_error(ch06_train_momentum_correction_not_lars "solution;ch06" 2 "--momentum-correction is for --method lars"
+                        ${ch06} --method lamb --momentum-correction)
   add_test(NAME ch06_bench_runs COMMAND ${mpi2} ${ch06_bench} --rounds 1 --batches 4 --frequencies 1,4 --threads 1)
   set_tests_properties(ch06_bench_runs PROPERTIES LABELS "solution;ch06;mpi" TIMEOUT 300
                        ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
