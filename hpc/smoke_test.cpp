@@ -193,12 +193,19 @@ int smoke_test(const workbook::LaunchEnv& env, int argc, char** argv) {
                env.launcher, requested.str());
     workbook::Table table({{"rank", 5}, {"local", 5}, {"world", 5}, {"host", 16, true}, {"device", 7, true}, {"threads", 7},
                            {"CUDA_VISIBLE", 12, true}, {"gpu", 24, true}, {"pci bus", 12, true},
-                           {"Fashion-MNIST", 0, true}});
+                           {"to next rank", 13, true}, {"Fashion-MNIST", 0, true}});
     fmt::print("{}\n", table.header());
-    for (const json& id : identities)
+    for (size_t r = 0; r < identities.size(); ++r) {
+      const json& id = identities[r];
+      // What joins this rank to the next one in the ring (the last to rank
+      // 0): MPI and NCCL use shared memory between ranks on one host, the
+      // network between hosts.
+      const json& next = identities[(r + 1) % identities.size()];
+      const std::string link = identities.size() == 1 ? "-" : id["host"] == next["host"] ? "shared memory" : "network";
       fmt::print("{}\n", table.row({std::to_string(id["rank"].get<int>()), std::to_string(id["local_rank"].get<int>()),
                                     std::to_string(id["world_size"].get<int>()), id["host"], id["device"], std::to_string(id["threads"].get<int>()),
-                                    id["cuda_visible_devices"], id["gpu"], id["gpu_bus"], id["data"]}));
+                                    id["cuda_visible_devices"], id["gpu"], id["gpu_bus"], link, id["data"]}));
+    }
   }
   // Two ranks on one GPU: NCCL refuses it, and MPI ranks would halve each
   // other's speed. The PCI bus id names the physical GPU.

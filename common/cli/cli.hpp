@@ -136,9 +136,37 @@ bool build_targets(const std::vector<std::string>& targets, bool quiet);
 // The environment every MPI launch needs in this workbook's harness.
 std::map<std::string, std::string> mpi_environment();
 
-// `argv` as started with `ranks` processes: itself for 1, under mpiexec
-// (oversubscribed, so more ranks than cores work) for more.
-std::vector<std::string> launch_command(int ranks, std::vector<std::string> argv);
+// Where a run's ranks go: `ranks` processes on this machine, or spread over
+// the first `nodes` nodes of the emulated cluster (hpc/cluster.sh), ranks /
+// nodes on each, rank r on node r / (ranks / nodes) + 1.
+struct Placement {
+  int ranks = 1;
+  int nodes = 0;  // 0: this machine, no emulated cluster
+  Placement(int ranks_here = 1) : ranks(ranks_here) {}  // NOLINT(google-explicit-constructor): a rank count is a placement
+  // `ranks` over `nodes` (at most `ranks` of them: one rank needs one node);
+  // a UserError when they do not divide evenly or the cluster is smaller.
+  static Placement on_nodes(int ranks, int nodes);
+  bool multi_process() const { return ranks > 1 || nodes > 0; }
+  int ranks_per_node() const { return nodes > 0 ? ranks / nodes : ranks; }
+  std::string describe() const;  // "2 rank(s)" or "2 rank(s) on 2 emulated nodes at 1gbit"
+};
+
+// `argv` as started with `placement`: itself for 1 rank here, under mpiexec
+// (oversubscribed, so more ranks than cores work) for more, under the
+// emulated cluster's mpirun (hpc/cluster.sh mpirun) on nodes.
+std::vector<std::string> launch_command(const Placement& placement, std::vector<std::string> argv);
+
+// ---- the emulated cluster (cluster.cpp) -------------------------------------------
+
+// What `workbook cluster up` made, read from its state (/run/workbook-cluster);
+// nullopt when it is not up.
+struct EmulatedCluster {
+  int nodes = 0;
+  std::string link;  // as asked: "1gbit"
+  double link_bits_per_s() const;
+};
+std::optional<EmulatedCluster> emulated_cluster();
+fs::path cluster_script();  // hpc/cluster.sh
 
 // ---- programs that write JSON lines (run_protocol.cpp) --------------------------
 
@@ -157,7 +185,7 @@ struct RunOutcome {
 // Runs `argv` with `--json` into a temporary file, under mpiexec with `ranks`
 // processes when more than 1, and reads every line back. passthrough: its
 // output goes to the terminal (and so its failure message is not kept).
-RunOutcome run_for_result(std::vector<std::string> argv, bool passthrough, double timeout_s, int ranks);
+RunOutcome run_for_result(std::vector<std::string> argv, bool passthrough, double timeout_s, const Placement& placement);
 
 // ---- the tour's table (tour_table.cpp) -----------------------------------------
 

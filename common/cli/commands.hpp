@@ -9,10 +9,12 @@ namespace workbook::cli {
 int cmd_list();
 int cmd_check(const std::optional<std::string>& target);
 int cmd_hint(const std::string& exercise, bool all, bool reset);
+// nodes: on the emulated cluster (0: this machine), ranks_per_node on each.
 int cmd_run(const std::string& chapter, const std::optional<std::string>& program, bool solution, int ranks,
-            const std::vector<std::string>& args);
-int cmd_bench(const std::string& chapter, std::optional<int> ranks, std::optional<int> repeats, const std::optional<std::string>& json,
-              const std::vector<std::string>& extra_args);
+            int nodes, const std::vector<std::string>& args);
+int cmd_bench(const std::string& chapter, std::optional<int> ranks, std::optional<int> nodes, std::optional<int> repeats,
+              const std::optional<std::string>& json, const std::vector<std::string>& extra_args);
+int cmd_cluster(const std::vector<std::string>& args);
 int cmd_tour(bool full, const std::optional<std::string>& json, const std::optional<std::string>& csv);
 int cmd_report(const std::vector<std::string>& files, const std::optional<std::string>& out_dir);
 int cmd_info();

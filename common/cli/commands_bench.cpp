@@ -48,13 +48,27 @@ std::vector<Impl> bench_impls(const Chapter& chapter, const BenchPart& part, con
   return impls;
 }
 
+// `ranks` on this machine, or over the emulated cluster's nodes with --nodes.
+Placement place(int ranks, std::optional<int> nodes) {
+  return nodes ? Placement::on_nodes(ranks, *nodes) : Placement(ranks);
+}
+
+// Where a run on the emulated cluster ran, for a result file: its nodes and link.
+nlohmann::json placement_json(const Placement& placement) {
+  const auto cluster = emulated_cluster();
+  return {{"nodes", placement.nodes},
+          {"ranks_per_node", placement.ranks_per_node()},
+          {"link", cluster ? cluster->link : ""},
+          {"link_bits_per_s", cluster ? cluster->link_bits_per_s() : 0.0}};
+}
+
 // Runs `impl` once more, saying so as `label`; returns false without running
 // when its last run stopped at an exercise not written yet.
-bool run_once(Impl& impl, int ranks, const std::string& label) {
+bool run_once(Impl& impl, const Placement& placement, const std::string& label) {
   if (impl.not_done()) return false;
   fmt::print("  run {} ...\n", label);
   std::fflush(stdout);
-  impl.runs.push_back(run_for_result(impl.argv, /*passthrough=*/false, 3600, ranks));
+  impl.runs.push_back(run_for_result(impl.argv, /*passthrough=*/false, 3600, placement));
   if (!impl.runs.back().ok) fmt::print("    {}\n", impl.runs.back().error);
   return true;
 }
@@ -62,12 +76,13 @@ bool run_once(Impl& impl, int ranks, const std::string& label) {
 // Runs every implementation `repeats` times. Note: runs are interleaved
 // (A B C A B C ...) so that a slow spell of a busy machine hits every
 // implementation alike; the tables report medians, which resist outliers.
-void run_interleaved(std::vector<Impl>& impls, int repeats, int ranks, JsonFile& json) {
+void run_interleaved(std::vector<Impl>& impls, int repeats, const Placement& placement, JsonFile& json) {
   for (int r = 0; r < repeats; ++r)
     for (Impl& impl : impls) {
-      if (!run_once(impl, ranks, fmt::format("{}/{}: {}", r + 1, repeats, impl.name)) || !json) continue;
+      if (!run_once(impl, placement, fmt::format("{}/{}: {}", r + 1, repeats, impl.name)) || !json) continue;
       const RunOutcome& o = impl.runs.back();
       nlohmann::json line = {{"type", "bench_run"}, {"impl", impl.name}, {"repeat", r}, {"ok", o.ok}};
+      if (placement.nodes > 0) line["placement"] = placement_json(placement);
       if (o.ok) line["result"] = o.result;
       else line["error"] = o.error;
       *json << line.dump() << "\n";
@@ -76,7 +91,7 @@ void run_interleaved(std::vector<Impl>& impls, int repeats, int ranks, JsonFile&
 
 // A scaling part: every implementation at every configuration (ranks x
 // threads per rank), interleaved the same way.
-int bench_scaling(const Chapter& chapter, const BenchPart& part, int repeats,
+int bench_scaling(const Chapter& chapter, const BenchPart& part, int repeats, std::optional<int> nodes,
                   const std::vector<std::string>& extra_args, JsonFile& json) {
   std::vector<ScalingRuns> configs;
   for (const ScalingConfig& config : part.configs) {
@@ -90,17 +105,17 @@ int bench_scaling(const Chapter& chapter, const BenchPart& part, int repeats,
   for (int r = 0; r < repeats; ++r)
     for (ScalingRuns& runs : configs)
       for (Impl& impl : runs.impls)
-        run_once(impl, runs.config.ranks,
+        run_once(impl, place(runs.config.ranks, nodes),
                  fmt::format("{}/{}: {} at {} ({} rank(s) x {} thread(s))", r + 1, repeats, impl.name,
                              runs.config.name, runs.config.ranks, runs.config.threads));
   return print_scaling_tables(chapter, part, configs, json);
 }
 
 // One part of a chapter's benchmark: its runs, then its table.
-int bench_part(const Chapter& chapter, const BenchPart& part, std::optional<int> ranks_flag,
+int bench_part(const Chapter& chapter, const BenchPart& part, std::optional<int> ranks_flag, std::optional<int> nodes,
                std::optional<int> repeats_flag, JsonFile& json, const std::vector<std::string>& extra_args) {
   const int repeats = repeats_flag.value_or(part.repeats);
-  if (part.kind == BenchKind::Scaling) return bench_scaling(chapter, part, repeats, extra_args, json);
+  if (part.kind == BenchKind::Scaling) return bench_scaling(chapter, part, repeats, nodes, extra_args, json);
   // A part may fix its rank count ("ranks"), or only suggest one when --ranks is not given ("default_ranks").
   const int ranks = part.ranks.value_or(ranks_flag.value_or(part.default_ranks));
   const int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ranks);
@@ -109,9 +124,11 @@ int bench_part(const Chapter& chapter, const BenchPart& part, std::optional<int>
   args.insert(args.end(), extra_args.begin(), extra_args.end());  // and the user's win over both
   std::vector<Impl> impls = bench_impls(chapter, part, args);
 
-  fmt::print("{} bench{}: {} {}, {} rank(s); {} run(s) of each, interleaved; medians\n", chapter.id,
-             part.title.empty() ? "" : ", " + part.title, part.program, fmt::join(args, " "), ranks, repeats);
-  run_interleaved(impls, repeats, ranks, json);
+  const Placement placement = place(ranks, nodes);
+  fmt::print("{} bench{}: {} {}, {}; {} run(s) of each, interleaved; medians\n", chapter.id,
+             part.title.empty() ? "" : ", " + part.title, part.program, fmt::join(args, " "), placement.describe(),
+             repeats);
+  run_interleaved(impls, repeats, placement, json);
   switch (part.kind) {
     case BenchKind::Rows: return print_rows_table(chapter, part, impls, json);
     case BenchKind::Bandwidth: return print_bandwidth_table(chapter, part, impls, json);
@@ -123,13 +140,16 @@ int bench_part(const Chapter& chapter, const BenchPart& part, std::optional<int>
 
 }  // namespace
 
-int cmd_bench(const std::string& chapter_name, std::optional<int> ranks, std::optional<int> repeats_flag,
-              const std::optional<std::string>& json_file, const std::vector<std::string>& extra_args) {
+int cmd_bench(const std::string& chapter_name, std::optional<int> ranks, std::optional<int> nodes,
+              std::optional<int> repeats_flag, const std::optional<std::string>& json_file,
+              const std::vector<std::string>& extra_args) {
   const auto chapters = load_chapters();
   const Chapter& chapter = find_chapter(chapters, chapter_name);
   WB_CHECK(!chapter.bench.empty(), "{} has no benchmark", chapter.id);
   WB_CHECK(ranks.value_or(1) <= chapter.max_ranks, "{} runs on at most {} rank(s), not {}", chapter.id,
            chapter.max_ranks, ranks.value_or(1));
+  if (nodes) WB_CHECK(chapter.max_ranks > 1, "{} is a single-process chapter: --nodes needs ranks", chapter.id);
+  if (nodes) (void)Placement::on_nodes(*nodes, *nodes);  // the cluster is up and large enough, before building
   std::vector<std::string> targets;
   for (const BenchPart& part : chapter.bench)
     targets.insert(targets.end(), {part.program + "_student", part.program + "_solution"});
@@ -142,7 +162,7 @@ int cmd_bench(const std::string& chapter_name, std::optional<int> ranks, std::op
   int status = 0;
   for (size_t i = 0; i < chapter.bench.size(); ++i) {
     if (i > 0) fmt::print("\n\n");
-    const int part_status = bench_part(chapter, chapter.bench[i], ranks, repeats_flag, json, extra_args);
+    const int part_status = bench_part(chapter, chapter.bench[i], ranks, nodes, repeats_flag, json, extra_args);
     status = status != 0 ? status : part_status;
   }
   return status;

@@ -238,7 +238,7 @@ std::vector<std::string> chapter_programs(const Chapter& chapter) {
 }  // namespace
 
 int cmd_run(const std::string& chapter_name, const std::optional<std::string>& program_flag, bool solution, int ranks,
-            const std::vector<std::string>& args) {
+            int nodes, const std::vector<std::string>& args) {
   const auto chapters = load_chapters();
   const Chapter& chapter = find_chapter(chapters, chapter_name);
   const std::string program = program_flag.value_or(chapter.program);
@@ -248,13 +248,14 @@ int cmd_run(const std::string& chapter_name, const std::optional<std::string>& p
            "--program {}: {} has {}", program, chapter.id, fmt::join(programs, ", "));
   WB_CHECK(ranks <= chapter.max_ranks, "{} is a {}: --ranks {} is more than its {}", chapter.id,
            chapter.max_ranks == 1 ? "single-process chapter" : "chapter", ranks, chapter.max_ranks);
+  const Placement placement = nodes > 0 ? Placement::on_nodes(ranks, nodes) : Placement(ranks);
   const std::string flavor = solution ? "solution" : "student";
   if (!build_targets({program + "_" + flavor}, /*quiet=*/true)) return 1;
   std::vector<std::string> argv = {(build_dir() / "bin" / flavor / program).string()};
   argv.insert(argv.end(), args.begin(), args.end());
-  argv = launch_command(ranks, argv);
+  argv = launch_command(placement, argv);
   ProcessOptions options;
-  if (ranks > 1) options.env = mpi_environment();
+  if (placement.multi_process()) options.env = mpi_environment();
   return run_process(argv, options).exit_code;
 }
 

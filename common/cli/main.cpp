@@ -48,7 +48,15 @@ int main(int argc, char** argv) {
   run->add_option("chapter", run_chapter, "chNN")->required();
   run->add_option("--program", run_program, "another of the chapter's programs, e.g. ch04_train");
   run->add_flag("--solution", run_solution, "run the reference solution instead of your code");
-  run->add_option("--ranks", run_ranks, "processes (started with mpirun when more than 1)")->check(CLI::PositiveNumber);
+  auto* ranks_option =
+      run->add_option("--ranks", run_ranks, "processes (started with mpirun when more than 1)")->check(CLI::PositiveNumber);
+  static int run_nodes = 0, run_ranks_per_node = 1;
+  run->add_option("--nodes", run_nodes, "on N nodes of the emulated cluster (workbook cluster up)")
+      ->check(CLI::PositiveNumber)
+      ->excludes(ranks_option);
+  run->add_option("--ranks-per-node", run_ranks_per_node, "with --nodes: processes on each node (default 1)")
+      ->check(CLI::PositiveNumber)
+      ->excludes(ranks_option);
   // The program's arguments: those this command does not know
   // (`workbook run ch06 --ranks 2 --sweep --batches 128,512`), then everything
   // after `--`, passed on as they are, in order.
@@ -56,7 +64,9 @@ int main(int argc, char** argv) {
   run->callback([&] {
     std::vector<std::string> args = run->remaining();
     args.insert(args.end(), after_double_dash.begin(), after_double_dash.end());
-    status = cmd_run(run_chapter, run_program, run_solution, run_ranks, args);
+    if (run_nodes > 0) run_ranks = run_nodes * run_ranks_per_node;
+    else WB_CHECK(run_ranks_per_node == 1, "--ranks-per-node is for --nodes; on this machine give --ranks");
+    status = cmd_run(run_chapter, run_program, run_solution, run_ranks, run_nodes, args);
   });
 
   auto* bench = app.add_subcommand("bench", "your code and the reference side by side, in one run, with ratios");
@@ -66,12 +76,15 @@ int main(int argc, char** argv) {
   static std::optional<std::string> bench_json;
   bench->add_option("chapter", bench_chapter, "chNN")->required();
   bench->add_option("--ranks", bench_ranks, "processes")->check(CLI::PositiveNumber);
+  static std::optional<int> bench_nodes;
+  bench->add_option("--nodes", bench_nodes, "spread each run's ranks over N nodes of the emulated cluster")
+      ->check(CLI::PositiveNumber);
   bench->add_option("--repeats", bench_repeats,
                     "runs of each, interleaved; medians are reported (default: the chapter's, usually 3)")
       ->check(CLI::PositiveNumber);
   bench->add_option("--json", bench_json, "write every run and the summary as JSON lines");
   // More arguments for every run go after `--` (e.g. `-- --device cuda`).
-  bench->callback([&] { status = cmd_bench(bench_chapter, bench_ranks, bench_repeats, bench_json, after_double_dash); });
+  bench->callback([&] { status = cmd_bench(bench_chapter, bench_ranks, bench_nodes, bench_repeats, bench_json, after_double_dash); });
 
   auto* tour = app.add_subcommand("tour", "every chapter's reference at a small scale: one results table");
   static bool tour_full = false;
@@ -88,6 +101,11 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   report->add_option("--out", report_out, "folder for the PNGs (default build/<preset>/report)");
   report->callback([&] { status = cmd_report(report_files, report_out); });
+
+  auto* cluster = app.add_subcommand(
+      "cluster", "an emulated cluster on this machine (root): up [--nodes N] [--link RATE] | down | status | measure");
+  cluster->prefix_command();  // every argument is hpc/cluster.sh's
+  cluster->callback([&] { status = cmd_cluster(cluster->remaining()); });
 
   app.add_subcommand("info", "this build and this machine: LibTorch, CUDA, NCCL, MPI, cores, data")->callback([&] {
     status = cmd_info();

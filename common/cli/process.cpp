@@ -158,10 +158,35 @@ std::map<std::string, std::string> mpi_environment() {
   return {{"OMPI_ALLOW_RUN_AS_ROOT", "1"}, {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"}};
 }
 
-std::vector<std::string> launch_command(int ranks, std::vector<std::string> argv) {
-  if (ranks <= 1) return argv;
-  WB_CHECK(!config::mpiexec.empty(), "--ranks {} needs MPI, and this build found no mpiexec", ranks);
-  std::vector<std::string> launched = {std::string(config::mpiexec), "--oversubscribe", "-n", std::to_string(ranks)};
+Placement Placement::on_nodes(int ranks, int nodes) {
+  const auto cluster = emulated_cluster();
+  WB_CHECK(cluster, "--nodes {} runs on the emulated cluster, which is not up: workbook cluster up --nodes {}", nodes,
+           std::max(2, nodes));
+  WB_CHECK(nodes <= cluster->nodes, "--nodes {}: the emulated cluster has {} nodes (workbook cluster up --nodes {})",
+           nodes, cluster->nodes, nodes);
+  Placement placement(ranks);
+  placement.nodes = std::min(ranks, nodes);
+  WB_CHECK(ranks % placement.nodes == 0, "{} ranks do not divide evenly over {} nodes", ranks, placement.nodes);
+  return placement;
+}
+
+std::string Placement::describe() const {
+  if (nodes == 0) return fmt::format("{} rank(s)", ranks);
+  const auto cluster = emulated_cluster();
+  return fmt::format("{} rank(s) on {} emulated node(s) ({} per node), linked at {}", ranks, nodes, ranks_per_node(),
+                     cluster ? cluster->link : "?");
+}
+
+std::vector<std::string> launch_command(const Placement& placement, std::vector<std::string> argv) {
+  std::vector<std::string> launched;
+  if (placement.nodes > 0) {
+    launched = {cluster_script().string(), "mpirun", "--nodes", std::to_string(placement.nodes),
+                "--ranks-per-node", std::to_string(placement.ranks_per_node()), "--"};
+  } else {
+    if (placement.ranks <= 1) return argv;
+    WB_CHECK(!config::mpiexec.empty(), "--ranks {} needs MPI, and this build found no mpiexec", placement.ranks);
+    launched = {std::string(config::mpiexec), "--oversubscribe", "-n", std::to_string(placement.ranks)};
+  }
   launched.insert(launched.end(), argv.begin(), argv.end());
   return launched;
 }

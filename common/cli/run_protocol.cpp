@@ -33,17 +33,18 @@ std::string failure_message(const ProcessResult& done, ExitStatus status) {
 
 }  // namespace
 
-RunOutcome run_for_result(std::vector<std::string> argv, bool passthrough, double timeout_s, int ranks) {
+RunOutcome run_for_result(std::vector<std::string> argv, bool passthrough, double timeout_s,
+                          const Placement& placement) {
   RunOutcome outcome;
   const fs::path json = build_dir() / fmt::format(".run-{}.jsonl", getpid());
   fs::remove(json);
   argv.push_back("--json");
   argv.push_back(json.string());
-  argv = launch_command(ranks, argv);
+  argv = launch_command(placement, argv);
   ProcessOptions options;
   options.capture = !passthrough;
   options.timeout_s = timeout_s;
-  if (ranks > 1) options.env = mpi_environment();
+  if (placement.multi_process()) options.env = mpi_environment();
   const auto begin = std::chrono::steady_clock::now();
   const ProcessResult done = run_process(argv, options);
   outcome.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();

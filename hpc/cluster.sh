@@ -1,0 +1,351 @@
+#!/bin/bash
+# shellcheck disable=SC2015,SC2016  # `a && b || fail` is meant; sh -c scripts expand in the node
+# cluster.sh — an emulated cluster on one machine: N nodes, each a network
+# namespace with its own hostname, joined through a switch by links shaped to
+# a rate. `workbook cluster` runs it; so can an instructor, as root.
+#
+#   hpc/cluster.sh up [--nodes N] [--link RATE]   create it (N: 2-8, default 2; RATE: 1gbit)
+#   hpc/cluster.sh down                           remove exactly what `up` created
+#   hpc/cluster.sh status [--json]                nodes, addresses, link, what runs there
+#   hpc/cluster.sh measure                        the link's rate, measured (iperf3, node2 -> node1)
+#   hpc/cluster.sh exec NODE COMMAND [ARGS...]    run a command on a node
+#   hpc/cluster.sh mpirun [--nodes N] [--ranks-per-node R] PROGRAM [ARGS...]   the program on the nodes
+#   hpc/cluster.sh link NODE up|down              take a node's link down (a network fault) or back
+#   hpc/cluster.sh kill NODE                      kill every process on a node (a node fault)
+#
+#          wbnode1                 wbswitch                 wbnode2
+#   +------------------+    +--------------------+    +------------------+
+#   | eth0 10.99.0.1   |====| port1  br0  port2  |====| eth0 10.99.0.2   |
+#   | tbf RATE out     |    | tbf RATE out each  |    | tbf RATE out     |
+#   +------------------+    +--------------------+    +------------------+
+#
+# Note: [one shaped link per node]
+# Each node has one link to a switch, shaped to RATE in both directions: tbf
+# on the node's side (what it sends) and on the switch's side (what it
+# receives), like a node's network card on a real cluster. A message from
+# node1 to node2 crosses two shapers at RATE, so it gets RATE; node1 sending
+# to two nodes at once shares its one link, as on a real cluster. tbf's
+# bucket holds a few milliseconds at RATE (never less than 64 KiB, one
+# segment veth may hand it at once) and its queue 10 ms: enough for TCP to
+# fill the link, short enough that a small message waits behind a large one
+# no more than a real switch would make it.
+#
+# Note: [how Open MPI sees the nodes]
+# mpirun runs on node1; it starts its daemon on every other node through the
+# launch agent `cluster.sh agent NODE ...`, which enters that node's
+# namespaces the way ssh would enter a host. Open MPI treats hosts with equal
+# names (up to the first dot) as one node and then uses shared memory between
+# them, so every node has its own hostname (a UTS namespace) and its own
+# /etc/hosts (/etc/netns/NODE/hosts, which `ip netns exec` mounts). Ranks on
+# one node use shared memory (vader), ranks on two nodes TCP over the link
+# only (btl_tcp_if_include and oob_tcp_if_include name the cluster's subnet).
+#
+# Everything `up` creates is recorded in /run/workbook-cluster, and `down`
+# removes exactly that: the namespaces (and with them every interface and
+# qdisc), the processes still in them, /etc/netns/wbnode*, the state folder.
+# An `up` that fails half-way undoes itself.
+set -euo pipefail
+
+readonly state_dir=/run/workbook-cluster
+readonly subnet_prefix=10.99.0
+readonly subnet="$subnet_prefix.0/24"
+readonly switch_ns=wbswitch
+readonly max_nodes=8
+script=$(readlink -f "${BASH_SOURCE[0]}")
+readonly script
+
+say() { echo "cluster: $*"; }
+fail() { echo "cluster: $*" >&2; exit 2; }
+node_name() { echo "wbnode$1"; }
+node_address() { echo "$subnet_prefix.$1"; }
+
+usage() {
+  sed -n '5,13p' "$script" | sed 's/^# \{0,1\}//'
+}
+
+# ---- what the machine must allow -----------------------------------------------
+need_root() {
+  [ "$(id -u)" -eq 0 ] && return 0
+  fail "the emulated cluster creates network namespaces, which needs root: run it as root (sudo workbook cluster $1). \
+Unprivileged user namespaces cannot create the named namespaces that Open MPI's launch agent enters."
+}
+
+need_tools() {
+  local tool
+  for tool in ip tc unshare; do
+    command -v "$tool" >/dev/null || fail "'$tool' is missing: install Debian's iproute2 and util-linux (./install-packages)"
+  done
+}
+
+# ---- rates ---------------------------------------------------------------------
+# "1gbit" -> 1000000000. tc's own units (kbit, mbit, gbit; decimal), integers.
+rate_bits() {
+  local rate=$1
+  [[ $rate =~ ^([0-9]+)(kbit|mbit|gbit)$ ]] ||
+    fail "--link '$rate': give a rate such as 100mbit, 1gbit or 10gbit (a whole number and kbit, mbit or gbit)"
+  local scale=1000
+  case ${BASH_REMATCH[2]} in mbit) scale=1000000 ;; gbit) scale=1000000000 ;; esac
+  echo $((BASH_REMATCH[1] * scale))
+}
+
+# tbf on DEV (in namespace NS) at RATE: Note [one shaped link per node].
+shape() {
+  local ns=$1 dev=$2 rate=$3 bits burst
+  bits=$(rate_bits "$rate")
+  burst=$((bits / 8 / 250))  # 4 ms at the rate
+  ((burst >= 65536)) || burst=65536
+  ip -n "$ns" link set dev "$dev" gso_max_size 65536 2>/dev/null || true
+  ip netns exec "$ns" tc qdisc replace dev "$dev" root tbf rate "$rate" burst "$burst" latency 10ms
+}
+
+# ---- state -----------------------------------------------------------------------
+state_get() { sed -n "s/^$1=//p" "$state_dir/state" 2>/dev/null; }
+is_up() { [ -f "$state_dir/state" ]; }
+
+# ---- up ------------------------------------------------------------------------
+cmd_up() {
+  local nodes=2 link=1gbit
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --nodes) [ $# -ge 2 ] || fail "--nodes needs a number"; nodes=$2; shift 2 ;;
+      --link) [ $# -ge 2 ] || fail "--link needs a rate (e.g. 1gbit)"; link=$2; shift 2 ;;
+      *) fail "up: unknown argument '$1' (up [--nodes N] [--link RATE])" ;;
+    esac
+  done
+  [[ $nodes =~ ^[0-9]+$ ]] && ((nodes >= 2 && nodes <= max_nodes)) ||
+    fail "--nodes $nodes: an emulated cluster has 2 to $max_nodes nodes"
+  rate_bits "$link" >/dev/null
+  need_root "up"
+  need_tools
+
+  if is_up; then
+    if [ "$(state_get nodes)" = "$nodes" ]; then
+      if [ "$(state_get link)" != "$link" ]; then
+        local k
+        for ((k = 1; k <= nodes; ++k)); do
+          shape "$(node_name "$k")" eth0 "$link"
+          shape "$switch_ns" "port$k" "$link"
+        done
+        sed -i "s/^link=.*/link=$link/" "$state_dir/state"
+        say "link changed to $link"
+      else
+        say "already up: $nodes nodes, $link links"
+      fi
+      return 0
+    fi
+    say "up with $(state_get nodes) nodes: taking it down first"
+    cmd_down
+  fi
+  # Leftovers of a cluster whose state was lost (a reboot keeps /etc/netns).
+  ip netns list | grep -qE "^(wbnode[0-9]+|$switch_ns)( |$)" &&
+    fail "namespaces named wbnode*/$switch_ns exist but no $state_dir/state: run 'workbook cluster down' first"
+
+  mkdir -p "$state_dir"
+  trap 'echo "cluster: up failed; undoing what it created" >&2; cmd_down >/dev/null 2>&1 || true' ERR
+  printf 'nodes=%s\nlink=%s\nsubnet=%s\n' "$nodes" "$link" "$subnet" >"$state_dir/state.partial"
+  mv "$state_dir/state.partial" "$state_dir/state"
+
+  if ! ip netns add "$switch_ns" 2>"$state_dir/error"; then
+    trap - ERR
+    local why
+    why=$(cat "$state_dir/error")
+    cmd_down >/dev/null 2>&1 || true
+    fail "this machine does not let root create network namespaces (ip netns add: $why). A container needs --privileged or CAP_SYS_ADMIN and CAP_NET_ADMIN."
+  fi
+  ip -n "$switch_ns" link add br0 type bridge
+  ip -n "$switch_ns" link set br0 up
+  ip -n "$switch_ns" link set lo up
+
+  local k node hosts="127.0.0.1 localhost"$'\n'
+  for ((k = 1; k <= nodes; ++k)); do hosts+="$(node_address "$k") $(node_name "$k")"$'\n'; done
+  : >"$state_dir/hostfile"
+  for ((k = 1; k <= nodes; ++k)); do
+    node=$(node_name "$k")
+    ip netns add "$node"
+    ip -n "$node" link set lo up
+    ip link add "wbport$k" type veth peer name "wbeth$k"
+    ip link set "wbport$k" netns "$switch_ns"
+    ip link set "wbeth$k" netns "$node"
+    ip -n "$switch_ns" link set "wbport$k" name "port$k"
+    ip -n "$node" link set "wbeth$k" name eth0
+    ip -n "$switch_ns" link set "port$k" master br0 up
+    ip -n "$node" addr add "$(node_address "$k")/24" dev eth0
+    ip -n "$node" link set eth0 up
+    shape "$node" eth0 "$link"
+    shape "$switch_ns" "port$k" "$link"
+    mkdir -p "/etc/netns/$node"
+    printf '%s' "$hosts" >"/etc/netns/$node/hosts"
+    echo "$node" >"/etc/netns/$node/hostname"
+    echo "$node" >>"$state_dir/hostfile"
+  done
+  trap - ERR
+  say "up: $nodes nodes (wbnode1-wbnode$nodes, $subnet), each linked at $link"
+}
+
+# ---- down ----------------------------------------------------------------------
+cmd_down() {
+  need_root "down"
+  local ns pids
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^(wbnode[0-9]+|$switch_ns)$" || true); do
+    pids=$(ip netns pids "$ns" 2>/dev/null || true)
+    if [ -n "$pids" ]; then
+      # shellcheck disable=SC2086  # one pid per word
+      kill -TERM $pids 2>/dev/null || true
+      sleep 0.5
+      # shellcheck disable=SC2086
+      kill -KILL $pids 2>/dev/null || true
+    fi
+    ip netns delete "$ns"
+  done
+  rm -rf /etc/netns/wbnode[0-9]* "$state_dir"
+  say "down"
+}
+
+# ---- status --------------------------------------------------------------------
+cmd_status() {
+  local json=0
+  [ "${1:-}" = "--json" ] && json=1
+  if ! is_up; then
+    if ((json)); then echo '{"up": false}'; else say "not up (workbook cluster up [--nodes N] [--link RATE])"; fi
+    return 0
+  fi
+  local nodes link k node programs
+  nodes=$(state_get nodes)
+  link=$(state_get link)
+  if ((json)); then
+    printf '{"up": true, "nodes": %s, "link": "%s", "link_bits_per_s": %s, "subnet": "%s", "hosts": [' \
+      "$nodes" "$link" "$(rate_bits "$link")" "$subnet"
+    for ((k = 1; k <= nodes; ++k)); do
+      ((k == 1)) || printf ', '
+      printf '{"name": "%s", "address": "%s"}' "$(node_name "$k")" "$(node_address "$k")"
+    done
+    printf ']}\n'
+    return 0
+  fi
+  say "up: $nodes nodes, each linked to the switch at $link in both directions ($subnet)"
+  printf '  %-8s %-11s %-5s %s\n' node address link "running"
+  for ((k = 1; k <= nodes; ++k)); do
+    node=$(node_name "$k")
+    programs=$(ip netns pids "$node" 2>/dev/null | xargs -r ps -o comm= -p 2>/dev/null | sort | uniq -c |
+      awk '{printf "%s%s x%s", sep, $2, $1; sep=", "}')
+    printf '  %-8s %-11s %-5s %s\n' "$node" "$(node_address "$k")" \
+      "$(ip -n "$node" -br link show eth0 2>/dev/null | awk '{print ($2 ~ /UP/) ? "up" : "DOWN"}')" "${programs:--}"
+  done
+}
+
+# ---- running on the nodes -------------------------------------------------------
+need_up() { is_up || fail "the emulated cluster is not up: run 'workbook cluster up' first"; }
+
+check_node() {
+  local k=${1#wbnode}
+  [[ $k =~ ^[0-9]+$ ]] && ((k >= 1 && k <= $(state_get nodes))) ||
+    fail "no node '$1' (the cluster has wbnode1-wbnode$(state_get nodes))"
+}
+
+# exec NODE COMMAND...: the command in NODE's network namespace, with its
+# hostname (a UTS namespace of its own), its /etc/hosts, and Open MPI told
+# how to reach the other nodes (Note [how Open MPI sees the nodes]) through
+# OMPI_MCA_* variables, so that any mpirun started there (hpc/launch.sh's,
+# a SLURM job's) uses the cluster's network.
+cmd_exec() {
+  [ $# -ge 2 ] || fail "exec NODE COMMAND [ARGS...]"
+  need_up
+  check_node "$1"
+  local node=$1
+  shift
+  export OMPI_MCA_plm_rsh_agent="$script agent" OMPI_MCA_btl=self,vader,tcp \
+    OMPI_MCA_btl_tcp_if_include=$subnet OMPI_MCA_oob_tcp_if_include=$subnet
+  exec ip netns exec "$node" unshare --uts -- sh -c 'hostname "$0" && exec "$@"' "$node" "$@"
+}
+
+# agent NODE WORDS...: Open MPI's launch agent (plm_rsh_agent). Like ssh, it
+# joins the words into one command line for the node's shell.
+cmd_agent() {
+  [ $# -ge 2 ] || fail "agent NODE COMMAND"
+  local node=$1
+  shift
+  exec ip netns exec "$node" unshare --uts -- sh -c 'hostname "$0" && exec sh -c "$1"' "$node" "$*"
+}
+
+# mpirun [--nodes N] [--ranks-per-node R] [--] ARGS...: mpirun on wbnode1 with
+# R ranks on each of the first N nodes (default: every node, 1 rank each),
+# rank r on node r / R + 1, as a batch scheduler places them.
+cmd_mpirun() {
+  need_up
+  local nodes per_node=1 k
+  nodes=$(state_get nodes)
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --nodes) [ $# -ge 2 ] || fail "--nodes needs a number"; nodes=$2; shift 2 ;;
+      --ranks-per-node) [ $# -ge 2 ] || fail "--ranks-per-node needs a number"; per_node=$2; shift 2 ;;
+      --) shift; break ;;
+      *) break ;;
+    esac
+  done
+  [ $# -ge 1 ] || fail "mpirun [--nodes N] [--ranks-per-node R] [--] PROGRAM [ARGS...]"
+  [[ $nodes =~ ^[0-9]+$ ]] && ((nodes >= 1)) || fail "--nodes $nodes: give a positive number"
+  ((nodes <= $(state_get nodes))) ||
+    fail "--nodes $nodes: the emulated cluster has $(state_get nodes) nodes (workbook cluster up --nodes $nodes)"
+  [[ $per_node =~ ^[0-9]+$ ]] && ((per_node >= 1)) || fail "--ranks-per-node $per_node: give a positive number"
+  local hosts=()
+  for ((k = 1; k <= nodes; ++k)); do hosts+=("$(node_name "$k"):$per_node"); done
+  cmd_exec wbnode1 mpirun --host "$(IFS=,; echo "${hosts[*]}")" -n $((nodes * per_node)) "$@"
+}
+
+# link NODE up|down: a node's cable pulled out, or put back.
+cmd_link() {
+  [ $# -eq 2 ] && [[ $2 == up || $2 == down ]] || fail "link NODE up|down"
+  need_root "link"
+  need_up
+  check_node "$1"
+  ip -n "$1" link set eth0 "$2"
+  say "$1: link $2"
+}
+
+# kill NODE: every process on a node killed at once (the node failed).
+cmd_kill() {
+  [ $# -eq 1 ] || fail "kill NODE"
+  need_root "kill"
+  need_up
+  check_node "$1"
+  local pids
+  pids=$(ip netns pids "$1")
+  # shellcheck disable=SC2086
+  [ -z "$pids" ] || kill -KILL $pids
+  say "$1: killed $(echo "$pids" | wc -w) process(es)"
+}
+
+# measure: iperf3 from node2 to node1, 3 s; prints the measured rate.
+cmd_measure() {
+  need_root "measure"
+  need_up
+  command -v iperf3 >/dev/null || fail "'iperf3' is missing: ./install-packages installs it"
+  local server out bits
+  ip netns exec wbnode1 iperf3 --server --one-off --bind "$(node_address 1)" >/dev/null 2>&1 &
+  server=$!
+  sleep 0.3
+  out=$(ip netns exec wbnode2 iperf3 --client "$(node_address 1)" --time 3 --omit 1 --json) || {
+    kill "$server" 2>/dev/null || true
+    fail "iperf3 from wbnode2 to wbnode1 failed"
+  }
+  wait "$server" 2>/dev/null || true
+  bits=$(python3 -c 'import json,sys; print(int(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]))' <<<"$out")
+  echo "link: asked $(state_get link) = $(rate_bits "$(state_get link)") bit/s; measured $bits bit/s (TCP, wbnode2 -> wbnode1)"
+}
+
+command=${1:-}
+[ -n "$command" ] || { usage; exit 2; }
+shift
+case $command in
+  up) cmd_up "$@" ;;
+  down) [ $# -eq 0 ] || fail "down takes no arguments"; cmd_down ;;
+  status) cmd_status "$@" ;;
+  measure) cmd_measure ;;
+  exec) need_root "exec"; cmd_exec "$@" ;;
+  agent) cmd_agent "$@" ;;
+  mpirun) need_root "mpirun"; cmd_mpirun "$@" ;;
+  link) cmd_link "$@" ;;
+  kill) cmd_kill "$@" ;;
+  -h | --help | help) usage ;;
+  *) fail "unknown command '$command' (up, down, status, measure, exec, mpirun, link, kill)" ;;
+esac
