@@ -40,6 +40,17 @@
 # one node use shared memory (vader), ranks on two nodes TCP over the link
 # only (btl_tcp_if_include and oob_tcp_if_include name the cluster's subnet).
 #
+# Note: [a dead link is found in seconds]
+# When a node's link goes down, the ranks' watchdogs end them (every
+# collective has a deadline), but mpirun must also learn that the node's
+# daemon is gone, over a TCP connection that now carries nothing: Linux's
+# defaults take 15 minutes of retransmissions (tcp_retries2=15) or 2 hours
+# of silence (keepalive) to say so. Each node's namespace has its own TCP
+# settings, and the cluster's are those of a cluster that wants a dead node
+# found quickly: 5 retransmissions (about 13 s), keepalive probes after 5 s
+# idle, 1 s apart, 3 of them; Open MPI's own connections are told the same
+# (oob_tcp_keepalive_*). A job whose node is cut off ends about 10 s later.
+#
 # Everything `up` creates is recorded in /run/workbook-cluster, and `down`
 # removes exactly that: the namespaces (and with them every interface and
 # qdisc), the processes still in them, /etc/netns/wbnode*, the state folder.
@@ -173,6 +184,9 @@ cmd_up() {
     ip -n "$node" link set eth0 up
     shape "$node" eth0 "$link"
     shape "$switch_ns" "port$k" "$link"
+    # Note [a dead link is found in seconds]
+    ip netns exec "$node" sysctl -qw net.ipv4.tcp_retries2=5 net.ipv4.tcp_keepalive_time=5 \
+      net.ipv4.tcp_keepalive_intvl=1 net.ipv4.tcp_keepalive_probes=3
     mkdir -p "/etc/netns/$node"
     printf '%s' "$hosts" >"/etc/netns/$node/hosts"
     echo "$node" >"/etc/netns/$node/hostname"
@@ -254,7 +268,8 @@ cmd_exec() {
   local node=$1
   shift
   export OMPI_MCA_plm_rsh_agent="$script agent" OMPI_MCA_btl=self,vader,tcp \
-    OMPI_MCA_btl_tcp_if_include=$subnet OMPI_MCA_oob_tcp_if_include=$subnet
+    OMPI_MCA_btl_tcp_if_include=$subnet OMPI_MCA_oob_tcp_if_include=$subnet \
+    OMPI_MCA_oob_tcp_keepalive_time=5 OMPI_MCA_oob_tcp_keepalive_intvl=1 OMPI_MCA_oob_tcp_keepalive_probes=3
   exec ip netns exec "$node" unshare --uts -- sh -c 'hostname "$0" && exec "$@"' "$node" "$@"
 }
 
