@@ -35,8 +35,8 @@
 # launch agent `cluster.sh agent NODE ...`, which enters that node's
 # namespaces the way ssh would enter a host. Open MPI treats hosts with equal
 # names (up to the first dot) as one node and then uses shared memory between
-# them, so every node has its own hostname (a UTS namespace) and its own
-# /etc/hosts (/etc/netns/NODE/hosts, which `ip netns exec` mounts). Ranks on
+# them, so every node has its own hostname and its own /etc/hosts (Note
+# [entering a node]). Ranks on
 # one node use shared memory (vader), ranks on two nodes TCP over the link
 # only (btl_tcp_if_include and oob_tcp_if_include name the cluster's subnet).
 #
@@ -256,6 +256,14 @@ check_node() {
     fail "no node '$1' (the cluster has wbnode1-wbnode$(state_get nodes))"
 }
 
+# Note: [entering a node]
+# A node is its network namespace, its hostname (a UTS namespace of its own)
+# and its /etc/hosts (bound over the machine's in a mount namespace of its
+# own, private: nothing leaks out). Not `ip netns exec`: it also remounts
+# /sys, which hides /sys/fs/cgroup, and slurmd will not start without it.
+# $0 is the node's name in this shell snippet.
+readonly enter_node='mount --bind "/etc/netns/$0/hosts" /etc/hosts && hostname "$0"'
+
 # exec NODE COMMAND...: the command in NODE's network namespace, with its
 # hostname (a UTS namespace of its own), its /etc/hosts, and Open MPI told
 # how to reach the other nodes (Note [how Open MPI sees the nodes]) through
@@ -270,7 +278,7 @@ cmd_exec() {
   export OMPI_MCA_plm_rsh_agent="$script agent" OMPI_MCA_btl=self,vader,tcp \
     OMPI_MCA_btl_tcp_if_include=$subnet OMPI_MCA_oob_tcp_if_include=$subnet \
     OMPI_MCA_oob_tcp_keepalive_time=5 OMPI_MCA_oob_tcp_keepalive_intvl=1 OMPI_MCA_oob_tcp_keepalive_probes=3
-  exec ip netns exec "$node" unshare --uts -- sh -c 'hostname "$0" && exec "$@"' "$node" "$@"
+  exec nsenter --net="/run/netns/$node" unshare --uts --mount -- sh -c "$enter_node"' && exec "$@"' "$node" "$@"
 }
 
 # agent NODE WORDS...: Open MPI's launch agent (plm_rsh_agent). Like ssh, it
@@ -279,7 +287,7 @@ cmd_agent() {
   [ $# -ge 2 ] || fail "agent NODE COMMAND"
   local node=$1
   shift
-  exec ip netns exec "$node" unshare --uts -- sh -c 'hostname "$0" && exec sh -c "$1"' "$node" "$*"
+  exec nsenter --net="/run/netns/$node" unshare --uts --mount -- sh -c "$enter_node"' && exec sh -c "$1"' "$node" "$*"
 }
 
 # mpirun [--nodes N] [--ranks-per-node R] [--] ARGS...: mpirun on wbnode1 with

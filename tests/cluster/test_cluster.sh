@@ -8,6 +8,8 @@
 #   link_fault  a node's link pulled mid-training: the job ends in bounded time, naming
 #               rank and call; the checkpoint written before resumes to the same weights
 #   node_fault  a node's processes killed mid-training: the same
+#   slurm       a real SLURM on the nodes (slurmctld, a slurmd per node): the
+#               2-node smoke test and Chapter 3 job scripts submitted and passing
 # Exit 77 (CTest: skipped) with the reason where the machine cannot: not root,
 # no network namespaces, or a cluster of the user's is up (it is left alone).
 set -uo pipefail
@@ -164,6 +166,37 @@ case $case_name in
       fail "weights on 2 nodes $(weights_of "$work/nodes.log"), on one machine $(weights_of "$work/here.log")"
     fi
     ok "2 nodes x 1 rank and 2 ranks on one machine: weights $(weights_of "$work/here.log")"
+    ;;
+  slurm)
+    for tool in munged slurmctld slurmd sbatch; do
+      command -v "$tool" >/dev/null || skip "$tool is not installed (./install-packages installs it)"
+    done
+    # shellcheck source=tests/hpc/slurm_cluster.sh
+    source "$source_dir/tests/hpc/slurm_cluster.sh"
+    # shellcheck source=tests/hpc/job_checks.sh
+    source "$source_dir/tests/hpc/job_checks.sh"
+    "$cluster" up >/dev/null || fail "up"
+    slurm_dir=$work/slurm
+    mkdir -p "$slurm_dir" "$work/jobs"
+    trap 'slurm_cluster_stop "$slurm_dir"; cleanup' EXIT
+    slurm_cluster_start "$slurm_dir" "$cluster" || fail "SLURM did not start on the nodes"
+    ok "SLURM on the nodes: $(slurm_client sinfo -h -N -o '%N %t' | tr '\n' ' ')"
+    cd "$work/jobs" || fail "cd"
+    export WORKBOOK_ROOT=$source_dir WORKBOOK_SOURCE=$source_dir WORKBOOK_BUILD=$build_dir WORKBOOK_DEVICE=cpu
+    id=$(slurm_client timeout 120 sbatch --parsable --wait "$source_dir/hpc/slurm/smoke-2nodes.sbatch" --bytes 1048576) ||
+      job_failed "smoke-2nodes.sbatch" "wb-smoke-$id.out" "wb-smoke-$id.err"
+    out=wb-smoke-$id.out
+    expect_line "$out" "^launch: starts the ranks with srun " "$out" "wb-smoke-$id.err"
+    expect_line "$out" "^smoke_test: 4 rank\\(s\\) on 2 node\\(s\\), started by srun" "$out" "wb-smoke-$id.err"
+    for row in "0 +0 +4 +wbnode1 .* shared memory" "1 +1 +4 +wbnode1 .* network" "2 +0 +4 +wbnode2 .* shared memory" \
+      "3 +1 +4 +wbnode2 .* network"; do
+      expect_line "$out" "^ +$row " "$out" "wb-smoke-$id.err"
+    done
+    expect_line "$out" "OK on all 4 ranks" "$out" "wb-smoke-$id.err"
+    ok "smoke-2nodes.sbatch: OK on all 4 ranks, on wbnode1 and wbnode2, started by srun"
+    id=$(slurm_client timeout 240 sbatch --parsable --wait "$source_dir/hpc/slurm/ch03-2nodes.sbatch" --epochs 1 \
+      --train-samples 1000 --json "$work/jobs/ch03.jsonl") || job_failed "ch03-2nodes.sbatch" "wb-ch03-$id.out" "wb-ch03-$id.err"
+    check_training "wb-ch03-$id.out" "wb-ch03-$id.err" "$work/jobs/ch03.jsonl" 4
     ;;
   link_fault) fault_case "link wbnode2 down" 30 ;;
   node_fault) fault_case "kill wbnode2" 15 ;;

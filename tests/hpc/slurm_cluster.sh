@@ -1,12 +1,14 @@
 #!/bin/bash
-# slurm_cluster.sh — a real single-node SLURM cluster for the hpc tests, in a
-# temporary directory: munged, slurmctld and slurmd on this machine, with a
-# generated slurm.conf, non-default ports, and nothing written outside it.
+# slurm_cluster.sh — a real SLURM cluster for the hpc tests, in a temporary
+# directory: munged, slurmctld and slurmd, with a generated slurm.conf,
+# non-default ports, and nothing written outside it. On this machine (one
+# node), or on the emulated cluster's nodes (hpc/cluster.sh): slurmctld on
+# wbnode1 and one slurmd in each node's namespaces.
 #
 #   source tests/hpc/slurm_cluster.sh
-#   slurm_cluster_start DIR    # DIR: an empty directory; exports SLURM_CONF
-#   ...sbatch, squeue...
-#   slurm_cluster_stop  DIR    # stops the daemons (also after a crash: it reads their pid files)
+#   slurm_cluster_start DIR [CLUSTER_SH]  # DIR: an empty directory; exports SLURM_CONF
+#   slurm_client sbatch ...               # a client command, where it reaches slurmctld
+#   slurm_cluster_stop  DIR               # stops the daemons (also after a crash: it reads their pid files)
 #
 # Note: [why these settings]
 # proctrack/linuxproc and task/none need no cgroups, which a container or a
@@ -14,16 +16,56 @@
 # CI), so SlurmUser and SlurmdUser are that user; the ports (16817, 16818)
 # and the munge socket are private to this cluster, so a site's real SLURM
 # on the same machine is never touched.
+#
+# Note: [one slurmd per emulated node]
+# SLURM runs one slurmd per host; the emulated nodes are hosts to it: each
+# slurmd runs in its node's namespaces (its own address and hostname, which
+# it finds its NodeName by), and the per-node files (spool, pid, log) are
+# named by node (%n). munged stays on this machine: its socket is a file, and
+# files are shared by every namespace. The client commands reach slurmctld
+# on wbnode1's address, so they run on a node too (slurm_client); jobs
+# submitted there inherit the node's Open MPI settings (cluster.sh exec).
+
+# slurm_client COMMAND...: a SLURM client command run where slurmctld is reachable.
+slurm_client() {
+  if [ -n "${SLURM_CLUSTER_EXEC:-}" ]; then
+    # shellcheck disable=SC2086  # the prefix's words
+    $SLURM_CLUSTER_EXEC "$@"
+  else
+    "$@"
+  fi
+}
 
 slurm_cluster_start() {
-  local dir=$1
-  local node cpus memory_mb user
+  local dir=$1 cluster_sh=${2:-}
+  local node cpus memory_mb user nodes=1 k
   node=$(hostname -s)
   cpus=$(nproc)
-  memory_mb=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 / 2 ))
   user=$(id -un)
+  local control="$node(127.0.0.1)" node_lines="NodeName=$node NodeAddr=127.0.0.1" partition_nodes=$node
+  local per_node_files="SlurmdSpoolDir=$dir/spool
+SlurmdPidFile=$dir/slurmd.pid
+SlurmdLogFile=$dir/log/slurmd.log"
+  export SLURM_CLUSTER_EXEC=""
+  if [ -n "$cluster_sh" ]; then
+    # Note [one slurmd per emulated node]
+    nodes=$(sed -n 's/^nodes=//p' /run/workbook-cluster/state)
+    control="wbnode1(10.99.0.1)"
+    node_lines=""
+    for ((k = 1; k <= nodes; ++k)); do
+      node_lines+="NodeName=wbnode$k NodeAddr=10.99.0.$k"$'\n'
+    done
+    partition_nodes="wbnode[1-$nodes]"
+    per_node_files="SlurmdSpoolDir=$dir/spool/%n
+SlurmdPidFile=$dir/slurmd-%n.pid
+SlurmdLogFile=$dir/log/slurmd-%n.log
+TmpFS=$dir/tmp/%n"
+    export SLURM_CLUSTER_EXEC="$cluster_sh exec wbnode1"
+  fi
+  memory_mb=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 / 2 / nodes ))
   local port
   for port in 16817 16818; do
+    [ -z "$cluster_sh" ] || break  # the nodes' ports are the nodes' own
     if (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null; then
       echo "slurm_cluster: port $port is taken (a test cluster left running? pgrep -a slurm)" >&2
       return 1
@@ -41,7 +83,7 @@ slurm_cluster_start() {
 
   cat > "$dir/slurm.conf" <<CONF
 ClusterName=workbook-test
-SlurmctldHost=$node(127.0.0.1)
+SlurmctldHost=$control
 SlurmctldPort=16817
 SlurmdPort=16818
 SlurmUser=$user
@@ -50,11 +92,9 @@ AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket=$dir/munge/socket
 StateSaveLocation=$dir/state
-SlurmdSpoolDir=$dir/spool
 SlurmctldPidFile=$dir/slurmctld.pid
-SlurmdPidFile=$dir/slurmd.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
-SlurmdLogFile=$dir/log/slurmd.log
+$per_node_files
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SwitchType=switch/none
@@ -71,24 +111,35 @@ SlurmdTimeout=30
 InactiveLimit=0
 KillWait=5
 MinJobAge=60
-NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$memory_mb State=UNKNOWN
-PartitionName=debug Nodes=$node Default=YES MaxTime=60 State=UP OverSubscribe=NO
+NodeName=DEFAULT CPUs=$cpus RealMemory=$memory_mb State=UNKNOWN
+$node_lines
+PartitionName=debug Nodes=$partition_nodes Default=YES MaxTime=60 State=UP OverSubscribe=NO
 CONF
   export SLURM_CONF=$dir/slurm.conf
 
-  slurmctld -i || { echo "slurm_cluster: slurmctld did not start (see $dir/log/slurmctld.log)" >&2; return 1; }
-  slurmd || { echo "slurm_cluster: slurmd did not start (see $dir/log/slurmd.log)" >&2; return 1; }
+  if [ -z "$cluster_sh" ]; then
+    slurmctld -i || { echo "slurm_cluster: slurmctld did not start (see $dir/log/slurmctld.log)" >&2; return 1; }
+    slurmd || { echo "slurm_cluster: slurmd did not start (see $dir/log/slurmd.log)" >&2; return 1; }
+  else
+    for ((k = 1; k <= nodes; ++k)); do mkdir -p "$dir/spool/wbnode$k" "$dir/tmp/wbnode$k"; done
+    "$cluster_sh" exec wbnode1 slurmctld -i ||
+      { echo "slurm_cluster: slurmctld did not start on wbnode1 (see $dir/log/slurmctld.log)" >&2; return 1; }
+    for ((k = 1; k <= nodes; ++k)); do
+      "$cluster_sh" exec "wbnode$k" slurmd -N "wbnode$k" ||
+        { echo "slurm_cluster: slurmd did not start on wbnode$k (see $dir/log/slurmd-wbnode$k.log)" >&2; return 1; }
+    done
+  fi
 
-  # Ready when the node takes jobs (idle), within 30 s.
-  local waited=0 state=""
+  # Ready when every node takes jobs (idle), within 30 s.
+  local waited=0 states=""
   while [ $waited -lt 60 ]; do
-    state=$(sinfo -h -N -o '%t' 2> /dev/null | head -n 1) || true
-    [ "$state" = "idle" ] && return 0
+    states=$(slurm_client sinfo -h -N -o '%t' 2> /dev/null | sort -u | tr '\n' ' ') || true
+    [ "$states" = "idle " ] && return 0
     sleep 0.5
     waited=$((waited + 1))
   done
-  echo "slurm_cluster: the node is '$state', not idle, after 30 s" >&2
-  tail -n 20 "$dir/log/slurmctld.log" "$dir/log/slurmd.log" >&2
+  echo "slurm_cluster: the nodes are '$states', not idle, after 30 s" >&2
+  tail -n 20 "$dir"/log/slurm*.log >&2
   return 1
 }
 
@@ -97,13 +148,13 @@ slurm_cluster_stop() {
   [ -d "$dir" ] || return 0
   if [ -f "$dir/slurm.conf" ]; then
     # Jobs first, while slurmd can still end their steps (at most 15 s).
-    SLURM_CONF=$dir/slurm.conf scancel --quiet --user="$(id -un)" 2> /dev/null || true
+    SLURM_CONF=$dir/slurm.conf slurm_client scancel --quiet --user="$(id -un)" 2> /dev/null || true
     for _ in $(seq 30); do
-      [ -z "$(SLURM_CONF=$dir/slurm.conf squeue -h 2> /dev/null)" ] && break
+      [ -z "$(SLURM_CONF=$dir/slurm.conf slurm_client squeue -h 2> /dev/null)" ] && break
       sleep 0.5
     done
   fi
-  for pid_file in "$dir/slurmd.pid" "$dir/slurmctld.pid" "$dir/munge/munged.pid"; do
+  for pid_file in "$dir"/slurmd*.pid "$dir/slurmctld.pid" "$dir/munge/munged.pid"; do
     [ -f "$pid_file" ] || continue
     pid=$(cat "$pid_file")
     # A pid file left by a run that was killed may name another process by now.
