@@ -4,7 +4,8 @@
 # namespace with its own hostname, joined through a switch by links shaped to
 # a rate. `workbook cluster` runs it; so can an instructor, as root.
 #
-#   hpc/cluster.sh up [--nodes N] [--link RATE]   create it (N: 2-8, default 2; RATE: 1gbit)
+#   hpc/cluster.sh up [--nodes N] [--link RATE] [--slurm]   create it (N: 2-8, default 2; RATE: 1gbit);
+#                                                 --slurm: with a SLURM across the nodes
 #   hpc/cluster.sh down                           remove exactly what `up` created
 #   hpc/cluster.sh status [--json]                nodes, addresses, link, what runs there
 #   hpc/cluster.sh measure                        the link's rate, measured (iperf3, node2 -> node1)
@@ -25,10 +26,13 @@
 # receives), like a node's network card on a real cluster. A message from
 # node1 to node2 crosses two shapers at RATE, so it gets RATE; node1 sending
 # to two nodes at once shares its one link, as on a real cluster. tbf's
-# bucket holds a few milliseconds at RATE (never less than 64 KiB, one
-# segment veth may hand it at once) and its queue 10 ms: enough for TCP to
-# fill the link, short enough that a small message waits behind a large one
-# no more than a real switch would make it.
+# bucket holds 0.25 ms at RATE, never less than 64 KiB (one segment veth may
+# hand it at once), and its queue 10 ms. The bucket is the one setting that
+# matters: it refills while a rank computes, and then lets that much through
+# at no rate at all. With 4 ms, a 16 MiB all-reduce "reached" 1.01x a
+# 10 Gbit/s link; with 64 KiB, TCP reached only 3.5 Gbit/s of it (the timer
+# cannot release tokens that often). 0.25 ms: TCP reaches 0.95 of 1 Gbit/s
+# and 0.90 of 10 Gbit/s (iperf3), and a burst is at most 4% of an 8 MiB message.
 #
 # Note: [how Open MPI sees the nodes]
 # mpirun runs on node1; it starts its daemon on every other node through the
@@ -39,6 +43,9 @@
 # [entering a node]). Ranks on
 # one node use shared memory (vader), ranks on two nodes TCP over the link
 # only (btl_tcp_if_include and oob_tcp_if_include name the cluster's subnet).
+# Every node believes it has all the machine's cores, so Open MPI would bind
+# each node's first rank to core 0: the ranks of two nodes on one core, half
+# the speed. The emulated nodes share the cores, so ranks are not bound.
 #
 # Note: [a dead link is found in seconds]
 # When a node's link goes down, the ranks' watchdogs end them (every
@@ -103,7 +110,7 @@ rate_bits() {
 shape() {
   local ns=$1 dev=$2 rate=$3 bits burst
   bits=$(rate_bits "$rate")
-  burst=$((bits / 8 / 250))  # 4 ms at the rate
+  burst=$((bits / 8 / 4000))  # 0.25 ms at the rate
   ((burst >= 65536)) || burst=65536
   ip -n "$ns" link set dev "$dev" gso_max_size 65536 2>/dev/null || true
   ip netns exec "$ns" tc qdisc replace dev "$dev" root tbf rate "$rate" burst "$burst" latency 10ms
@@ -115,12 +122,13 @@ is_up() { [ -f "$state_dir/state" ]; }
 
 # ---- up ------------------------------------------------------------------------
 cmd_up() {
-  local nodes=2 link=1gbit
+  local nodes=2 link=1gbit with_slurm=0
   while [ $# -gt 0 ]; do
     case $1 in
       --nodes) [ $# -ge 2 ] || fail "--nodes needs a number"; nodes=$2; shift 2 ;;
       --link) [ $# -ge 2 ] || fail "--link needs a rate (e.g. 1gbit)"; link=$2; shift 2 ;;
-      *) fail "up: unknown argument '$1' (up [--nodes N] [--link RATE])" ;;
+      --slurm) with_slurm=1; shift ;;
+      *) fail "up: unknown argument '$1' (up [--nodes N] [--link RATE] [--slurm])" ;;
     esac
   done
   [[ $nodes =~ ^[0-9]+$ ]] && ((nodes >= 2 && nodes <= max_nodes)) ||
@@ -142,6 +150,7 @@ cmd_up() {
       else
         say "already up: $nodes nodes, $link links"
       fi
+      ((!with_slurm)) || start_slurm
       return 0
     fi
     say "up with $(state_get nodes) nodes: taking it down first"
@@ -194,12 +203,42 @@ cmd_up() {
   done
   trap - ERR
   say "up: $nodes nodes (wbnode1-wbnode$nodes, $subnet), each linked at $link"
+  ((!with_slurm)) || start_slurm
+}
+
+# A real SLURM across the nodes (hpc/slurm_cluster.sh, Note [one slurmd per
+# emulated node]): slurmctld on wbnode1, a slurmd on every node. Jobs are
+# submitted on a node: `workbook cluster exec wbnode1 sbatch ...`.
+start_slurm() {
+  if [ -f "$state_dir/slurm/slurm.conf" ]; then
+    say "SLURM is already up on the nodes"
+    return 0
+  fi
+  local tool
+  for tool in munged slurmctld slurmd sbatch; do
+    command -v "$tool" >/dev/null || fail "--slurm: '$tool' is missing (./install-packages installs Debian's slurm-wlm and munge)"
+  done
+  # shellcheck source=hpc/slurm_cluster.sh
+  source "$(dirname "$script")/slurm_cluster.sh"
+  mkdir -p "$state_dir/slurm"
+  if ! slurm_cluster_start "$state_dir/slurm" "$script" >&2; then
+    slurm_cluster_stop "$state_dir/slurm"
+    rm -rf "$state_dir/slurm"
+    fail "SLURM did not start on the nodes (the cluster stays up without it)"
+  fi
+  say "SLURM up: $(slurm_client sinfo -h -N -o '%N %t' | tr '\n' ' ')"
+  say "submit on a node, from the workbook's folder: workbook cluster exec wbnode1 sbatch hpc/slurm/smoke-2nodes.sbatch"
 }
 
 # ---- down ----------------------------------------------------------------------
 cmd_down() {
   need_root "down"
   local ns pids
+  if [ -f "$state_dir/slurm/slurm.conf" ]; then
+    # shellcheck source=hpc/slurm_cluster.sh
+    source "$(dirname "$script")/slurm_cluster.sh"
+    SLURM_CLUSTER_EXEC="$script exec wbnode1" slurm_cluster_stop "$state_dir/slurm" >/dev/null 2>&1 || true
+  fi
   for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^(wbnode[0-9]+|$switch_ns)$" || true); do
     pids=$(ip netns pids "$ns" 2>/dev/null || true)
     if [ -n "$pids" ]; then
@@ -277,7 +316,9 @@ cmd_exec() {
   shift
   export OMPI_MCA_plm_rsh_agent="$script agent" OMPI_MCA_btl=self,vader,tcp \
     OMPI_MCA_btl_tcp_if_include=$subnet OMPI_MCA_oob_tcp_if_include=$subnet \
-    OMPI_MCA_oob_tcp_keepalive_time=5 OMPI_MCA_oob_tcp_keepalive_intvl=1 OMPI_MCA_oob_tcp_keepalive_probes=3
+    OMPI_MCA_oob_tcp_keepalive_time=5 OMPI_MCA_oob_tcp_keepalive_intvl=1 OMPI_MCA_oob_tcp_keepalive_probes=3 \
+    OMPI_MCA_hwloc_base_binding_policy=none
+  [ ! -f "$state_dir/slurm/slurm.conf" ] || export SLURM_CONF="$state_dir/slurm/slurm.conf"
   exec nsenter --net="/run/netns/$node" unshare --uts --mount -- sh -c "$enter_node"' && exec "$@"' "$node" "$@"
 }
 

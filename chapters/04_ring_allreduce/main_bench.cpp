@@ -21,7 +21,8 @@
 // with backward (1 MiB first bucket, 25 MiB cap), and overlapped with small
 // buckets (64 KiB first, 256 KiB cap); then overlapped with a parameter no
 // step uses added to the reducer, with its buckets kept and rebuilt after the
-// first step (Note: [rebuilt buckets]). from_hooks: buckets launched during
+// first step (Note: [rebuilt buckets]); with --bucket-caps, overlapped with
+// buckets of each size. from_hooks: buckets launched during
 // backward in the last step. hidden = (after-backward - overlapped) / (after-backward - none):
 // the share of the communication time that overlapping hid.
 #include <fmt/format.h>
@@ -47,6 +48,7 @@ struct Options {
   int64_t min_bytes = 4096, max_bytes = int64_t{64} << 20;
   int rounds = 5;
   int steps = 10;  // overlap: timed steps per variant and round
+  std::vector<int64_t> bucket_caps_kib;  // overlap: a variant per bucket size (the sweep)
   ch04::RingOptions ring;
 };
 
@@ -197,6 +199,10 @@ int overlap(const Options& o, workbook::Program& program) {
       {"unused-rebuilt", true, {int64_t{1} << 20, int64_t{25} << 20, std::nullopt, ch04::ring_average(), true, true},
        true},
   };
+  // --bucket-caps: the sweep of the PyTorch DDP paper, every bucket (the first too) this size.
+  for (const int64_t kib : o.bucket_caps_kib)
+    variants.push_back({fmt::format("overlap-{}K", kib), true,
+                        {kib << 10, kib << 10, std::nullopt, ch04::ring_average(), true}});
   // 512 KiB that no forward pass uses: a head trained in another phase, say.
   const torch::Tensor unused = torch::zeros({128, 1024}, torch::TensorOptions().device(device).requires_grad(true));
   std::map<std::string, std::vector<double>> step_ms;
@@ -270,6 +276,10 @@ int bench(workbook::Program& program) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--steps", o.steps, "timed steps per variant and round (overlap)")->check(CLI::PositiveNumber);
+  app.add_option("--bucket-caps", o.bucket_caps_kib,
+                 "overlap: also overlapped with every bucket this many KiB, one variant per size (e.g. 256,1024,4096)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
   const workbook::TrainFlags& flags = program.parse();
   WB_CHECK(o.min_bytes <= o.max_bytes, "--min-bytes {} is larger than --max-bytes {}", o.min_bytes, o.max_bytes);
   WB_CHECK(o.min_bytes % 4 == 0, "--min-bytes {} is not a whole number of float32 elements (a multiple of 4)",

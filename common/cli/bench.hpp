@@ -39,6 +39,6 @@ int print_scaling_tables(const Chapter& chapter, const BenchPart& part, const st
                          JsonFile& json);
 int print_rows_table(const Chapter& chapter, const BenchPart& part, const std::vector<Impl>& impls, JsonFile& json);
 int print_bandwidth_table(const Chapter& chapter, const BenchPart& part, const std::vector<Impl>& impls,
-                          JsonFile& json);
+                          const Placement& placement, JsonFile& json);
 
 }  // namespace workbook::cli

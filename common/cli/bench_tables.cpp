@@ -257,7 +257,7 @@ int print_rows_table(const Chapter& chapter, const BenchPart& part, const std::v
 // reference's, the library's), then the reference's busbw over the library's
 // measured in the same run ("ref/lib"), and memcpy.
 int print_bandwidth_table(const Chapter& chapter, const BenchPart& part, const std::vector<Impl>& impls,
-                          JsonFile& json) {
+                          const Placement& placement, JsonFile& json) {
   struct Cell {
     std::vector<double> time_us, algbw, busbw, vs_library;
     int64_t wrong = 0;
@@ -321,6 +321,7 @@ int print_bandwidth_table(const Chapter& chapter, const BenchPart& part, const s
                               {"time_us", median(cell.time_us)}, {"algbw", median(cell.algbw)},
                               {"busbw", median(cell.busbw)}, {"wrong", cell.wrong}};
         if (!cell.vs_library.empty()) row["vs_library"] = median(cell.vs_library);
+        if (placement.nodes > 0) row.update(placement_json(placement));  // `report` draws the link's rate
         *json << row.dump() << "\n";
       }
   }

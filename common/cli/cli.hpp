@@ -73,6 +73,11 @@ struct TourProgram {
 struct TourEntry {
   std::string config;                  // "DDP, ring, overlapped"
   int ranks = 1;
+  // > 0: on that many nodes of the emulated cluster, linked at `link`; the
+  // tour brings one up for these rows (and down after) where the machine
+  // allows it, and skips them, saying why, where it does not.
+  int nodes = 0;
+  std::string link = "1gbit";
   TourProgram run;
   std::string note;                    // a footnote on the row's speedup; "" when none
   std::optional<TourProgram> bandwidth;  // a collective benchmark run after it (the busbw column)
@@ -166,6 +171,9 @@ struct EmulatedCluster {
   double link_bits_per_s() const;
 };
 std::optional<EmulatedCluster> emulated_cluster();
+// Where a run on the emulated cluster ran, for result files: nodes, ranks
+// per node, the link as asked and in bits/s (`report` draws it).
+nlohmann::json placement_json(const Placement& placement);
 fs::path cluster_script();  // hpc/cluster.sh
 
 // ---- programs that write JSON lines (run_protocol.cpp) --------------------------

@@ -33,6 +33,14 @@ double EmulatedCluster::link_bits_per_s() const {
   return number * (unit == "gbit" ? 1e9 : unit == "mbit" ? 1e6 : unit == "kbit" ? 1e3 : 1.0);
 }
 
+nlohmann::json placement_json(const Placement& placement) {
+  const auto cluster = emulated_cluster();
+  return {{"nodes", placement.nodes},
+          {"ranks_per_node", placement.ranks_per_node()},
+          {"link", cluster ? cluster->link : ""},
+          {"link_bits_per_s", cluster ? cluster->link_bits_per_s() : 0.0}};
+}
+
 // The script is the one implementation (an instructor can run it without the
 // CLI); this command only passes the arguments on and returns its status.
 int cmd_cluster(const std::vector<std::string>& args) {

@@ -53,15 +53,6 @@ Placement place(int ranks, std::optional<int> nodes) {
   return nodes ? Placement::on_nodes(ranks, *nodes) : Placement(ranks);
 }
 
-// Where a run on the emulated cluster ran, for a result file: its nodes and link.
-nlohmann::json placement_json(const Placement& placement) {
-  const auto cluster = emulated_cluster();
-  return {{"nodes", placement.nodes},
-          {"ranks_per_node", placement.ranks_per_node()},
-          {"link", cluster ? cluster->link : ""},
-          {"link_bits_per_s", cluster ? cluster->link_bits_per_s() : 0.0}};
-}
-
 // Runs `impl` once more, saying so as `label`; returns false without running
 // when its last run stopped at an exercise not written yet.
 bool run_once(Impl& impl, const Placement& placement, const std::string& label) {
@@ -131,7 +122,7 @@ int bench_part(const Chapter& chapter, const BenchPart& part, std::optional<int>
   run_interleaved(impls, repeats, placement, json);
   switch (part.kind) {
     case BenchKind::Rows: return print_rows_table(chapter, part, impls, json);
-    case BenchKind::Bandwidth: return print_bandwidth_table(chapter, part, impls, json);
+    case BenchKind::Bandwidth: return print_bandwidth_table(chapter, part, impls, placement, json);
     case BenchKind::Training:
     case BenchKind::Scaling: break;
   }

@@ -140,6 +140,7 @@ Plot busbw_plot(const std::vector<Line>& lines, bool several_files) {
   std::map<std::string, Series> by_impl;
   std::vector<std::string> order;
   std::set<double> sizes;
+  std::map<std::string, double> links;  // an emulated link's rate in GB/s: the limit busbw can reach
   for (const Line& line : lines) {
     const nlohmann::json& v = line.value;
     // memcpy (one copy of the buffer) is left out: up to ten times the
@@ -147,8 +148,10 @@ Plot busbw_plot(const std::vector<Line>& lines, bool several_files) {
     if (v.value("type", "") != "bench_bandwidth" || v.value("impl", "") == "memcpy") continue;
     const std::string impl = v.value("impl", "?");
     const auto name = names.find(impl);
-    const std::string key = fmt::format("{} ranks, {}{}", v.value("ranks", 0) > 0 ? std::to_string(v.value("ranks", 0)) : "?",
-                                        name != names.end() ? name->second : impl, from(line, several_files));
+    const std::string over = v.contains("link") ? fmt::format(" on {} nodes at {}", v.value("nodes", 0), v.value("link", "")) : "";
+    const std::string key = fmt::format("{} ranks{}, {}{}", v.value("ranks", 0) > 0 ? std::to_string(v.value("ranks", 0)) : "?",
+                                        over, name != names.end() ? name->second : impl, from(line, several_files));
+    if (v.value("link_bits_per_s", 0.0) > 0) links[v.value("link", "")] = v.value("link_bits_per_s", 0.0) / 8e9;
     if (!by_impl.count(key)) {
       order.push_back(key);
       by_impl[key] = {key, "linespoints linewidth 2 pointsize 1.2", {}};
@@ -161,6 +164,12 @@ Plot busbw_plot(const std::vector<Line>& lines, bool several_files) {
     std::sort(s.points.begin(), s.points.end());
     plot.series.push_back(s);
   }
+  // The link's rate, the physical limit: busbw is what each rank's link carries.
+  std::vector<std::string> limits;
+  for (const auto& [link, gbytes] : links)
+    limits.push_back(fmt::format("{} title {} with lines dashtype 2 linecolor 'gray40' linewidth 2", gbytes,
+                                 quoted(fmt::format("link rate, {} ({:.3g} GB/s)", link, gbytes))));
+  if (!limits.empty()) plot.extra_plot = fmt::format("{}", fmt::join(limits, ", "));
   // A tic at every measured size (every other one past 12), named in binary units.
   std::vector<std::string> tics;
   const size_t step = sizes.size() > 12 ? 2 : 1;

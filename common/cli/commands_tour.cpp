@@ -16,6 +16,10 @@
 //               "tour_speed_check" line (ch01's speed at the start and end)
 //   tour.csv    the rows of the table
 // The table itself is tour_table.cpp's, printed from the "tour" lines.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -73,7 +77,8 @@ std::string shown_command(const std::vector<std::string>& argv) {
 // Runs the row's bandwidth benchmark: its lines go to `json`, its busbw at the
 // largest size (ring and library, memcpy aside) into the row. A failed run
 // (ch04_bench fails when any sum is wrong) contributes no numbers.
-void measure_bandwidth(TourRow& row, const TourProgram& bandwidth, bool full, int ranks, std::ofstream& json) {
+void measure_bandwidth(TourRow& row, const TourProgram& bandwidth, bool full, const Placement& ranks,
+                       std::ofstream& json) {
   const std::vector<std::string> argv = program_argv(bandwidth, full);
   fmt::print("\n{} {}, all-reduce bandwidth: {}\n", row.chapter, row.config, shown_command(argv));
   std::fflush(stdout);
@@ -88,12 +93,12 @@ void measure_bandwidth(TourRow& row, const TourProgram& bandwidth, bool full, in
     std::string impl = line.value("impl", "self");
     if (impl == "self") impl = "reference-ring";  // as `workbook bench ch04` names it
     const int64_t size = line.value("size", int64_t{0});
-    json << nlohmann::json({{"type", "bench_bandwidth"}, {"chapter", row.chapter}, {"source", "tour"},
-                            {"impl", impl}, {"ranks", line.value("ranks", ranks)}, {"size", size},
-                            {"time_us", line.value("time_us", 0.0)}, {"algbw", line.value("algbw", 0.0)},
-                            {"busbw", line.value("busbw", 0.0)}, {"wrong", line.value("wrong", 0)}})
-                .dump()
-         << "\n";
+    nlohmann::json out = {{"type", "bench_bandwidth"}, {"chapter", row.chapter}, {"source", "tour"},
+                          {"impl", impl}, {"ranks", line.value("ranks", ranks.ranks)}, {"size", size},
+                          {"time_us", line.value("time_us", 0.0)}, {"algbw", line.value("algbw", 0.0)},
+                          {"busbw", line.value("busbw", 0.0)}, {"wrong", line.value("wrong", 0)}};
+    if (ranks.nodes > 0) out.update(placement_json(ranks));  // `report` draws the link's rate beside it
+    json << out.dump() << "\n";
     if (size < row.busbw_bytes || impl == "memcpy") continue;
     if (size > row.busbw_bytes) row.busbw_ring = row.busbw_library = 0.0;  // both from one size
     row.busbw_bytes = size;
@@ -150,6 +155,69 @@ nlohmann::json write_row(const TourRow& row, const std::string& note, std::ofstr
   return line;
 }
 
+// Note: [the tour's emulated nodes] Rows with "nodes" run on the emulated
+// cluster (hpc/cluster.sh). The tour brings one up for them, and takes it
+// down at the end, on every way out: return, exception (the guard's
+// destructor) and Ctrl-C or a kill (a signal handler that runs `cluster.sh
+// down`, async-signal-safe: fork, exec, wait). A cluster the user brought up
+// is used as it is and left up. Where the machine cannot (not root, no
+// namespaces), the rows are skipped and the reason printed.
+class TourCluster {
+ public:
+  // Nodes at `link` for `entry`, or the reason there are none.
+  std::optional<std::string> ready(const TourEntry& entry) {
+    if (const auto up = emulated_cluster()) {
+      if (up->nodes < entry.nodes) return fmt::format("your emulated cluster has {} nodes, not {}", up->nodes, entry.nodes);
+      if (up->link != entry.link && !brought_up_)
+        return fmt::format("your emulated cluster's link is {}, not {} (the tour leaves it as it is)", up->link, entry.link);
+      if (up->link == entry.link) return std::nullopt;
+    }
+    if (!failure_.empty()) return failure_;
+    arm_signal_handler();
+    ProcessOptions options;
+    options.capture = true;
+    const ProcessResult made = run_process({cluster_script().string(), "up", "--nodes", std::to_string(entry.nodes),
+                                            "--link", entry.link}, options);
+    if (made.exit_code != 0) {
+      failure_ = made.output.substr(0, made.output.find_last_not_of('\n') + 1);
+      return failure_;
+    }
+    brought_up_ = true;
+    return std::nullopt;
+  }
+  ~TourCluster() {
+    if (!brought_up_) return;
+    ProcessOptions options;
+    options.capture = true;
+    run_process({cluster_script().string(), "down"}, options);
+    fmt::print("(the emulated cluster the tour brought up is down again)\n");
+  }
+
+ private:
+  static void arm_signal_handler() {
+    static std::string script = cluster_script().string();
+    static const char* down_argv[] = {script.c_str(), "down", nullptr};
+    static bool armed = false;
+    if (armed) return;
+    armed = true;
+    struct sigaction action {};
+    action.sa_handler = [](int signal) {
+      const pid_t child = fork();
+      if (child == 0) {
+        execv(down_argv[0], const_cast<char* const*>(down_argv));
+        _exit(127);
+      }
+      if (child > 0) waitpid(child, nullptr, 0);
+      _exit(128 + signal);
+    };
+    sigaction(SIGINT, &action, nullptr);
+    sigaction(SIGTERM, &action, nullptr);
+    sigaction(SIGHUP, &action, nullptr);
+  }
+  bool brought_up_ = false;
+  std::string failure_;
+};
+
 }  // namespace
 
 int cmd_tour(bool full, const std::optional<std::string>& json_file, const std::optional<std::string>& csv_file) {
@@ -190,6 +258,8 @@ int cmd_tour(bool full, const std::optional<std::string>& json_file, const std::
   std::optional<std::vector<std::string>> speed_check;  // the baseline's brief rerun
   const auto tour_start = std::chrono::steady_clock::now();
   int index = 0;
+  TourCluster cluster;               // Note: [the tour's emulated nodes]
+  std::vector<std::string> skipped;  // rows on emulated nodes the machine could not give
   for (const Chapter& c : chapters) {
     for (const TourEntry& entry : c.tour) {
       TourRow row;
@@ -198,9 +268,21 @@ int cmd_tour(bool full, const std::optional<std::string>& json_file, const std::
       const int ranks = entry.ranks;
       const std::vector<std::string> argv = program_argv(entry.run, full);
       fmt::print("\n[{}/{}] {} {}{}: {}\n", ++index, total, c.id, row.config,
-                 ranks > 1 ? fmt::format(" ({} ranks)", ranks) : "", shown_command(argv));
+                 ranks > 1 ? fmt::format(" ({} ranks{})", ranks,
+                                         entry.nodes > 0 ? fmt::format(" on {} emulated nodes", entry.nodes) : "")
+                           : "",
+                 shown_command(argv));
       std::fflush(stdout);
-      row.outcome = run_for_result(argv, /*passthrough=*/true, 3600, ranks);
+      Placement placement(ranks);
+      if (entry.nodes > 0) {
+        if (const auto why_not = cluster.ready(entry)) {
+          fmt::print("  skipped: {}\n", *why_not);
+          skipped.push_back(fmt::format("{} {}: {}", c.id, row.config, *why_not));
+          continue;
+        }
+        placement = Placement::on_nodes(ranks, entry.nodes);
+      }
+      row.outcome = run_for_result(argv, /*passthrough=*/true, 3600, placement);
       if (!row.outcome.ok) {
         row.error = row.outcome.error;
         fmt::print("  failed: {}\n", row.outcome.error);
@@ -224,7 +306,7 @@ int cmd_tour(bool full, const std::optional<std::string>& json_file, const std::
                                     {"test_accuracy", line.value("test_accuracy", 0.0)}})
                         .dump()
                  << "\n";
-        if (entry.bandwidth) measure_bandwidth(row, *entry.bandwidth, full, ranks, json);
+        if (entry.bandwidth) measure_bandwidth(row, *entry.bandwidth, full, placement, json);
       }
       table.push_back({write_row(row, entry.note, json, csv), ""});
       if (!row.error.empty()) ++failures;
@@ -266,6 +348,7 @@ int cmd_tour(bool full, const std::optional<std::string>& json_file, const std::
              full ? " --full" : "", cores, config::torch_version, date, format_duration(elapsed));
   print_tour_table(table);
   if (!speed_line.empty()) fmt::print("{}\n", speed_line);
+  for (const std::string& row : skipped) fmt::print("skipped: {}\n", row);
   fmt::print("\nresults: {} and {}\nplots:   workbook report {} --out {}\n", json_path.string(), csv_path.string(),
              json_path.string(), (build_dir() / "report").string());
   fmt::print("\nStart the exercises: read chapters/01_single_device/README.md, then run `workbook check ch01`.\n"

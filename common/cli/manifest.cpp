@@ -184,10 +184,13 @@ TourProgram parse_tour_program(const Fields& f, const std::string& chapter_progr
 TourEntry parse_tour_entry(const nlohmann::json& object, const fs::path& file, const std::string& path,
                            const std::string& chapter_program) {
   const Fields f(object, file, path,
-                 {"config", "ranks", "program", "args", "full_args", "note", "bandwidth", "speed_check_args"});
+                 {"config", "ranks", "nodes", "link", "program", "args", "full_args", "note", "bandwidth",
+                  "speed_check_args"});
   TourEntry entry;
   entry.config = f.required<std::string>("config");
   entry.ranks = f.count("ranks", 1, 1);
+  entry.nodes = f.count("nodes", 0, 0);
+  entry.link = f.get<std::string>("link", "1gbit");
   entry.run = parse_tour_program(f, chapter_program);
   entry.note = f.get<std::string>("note", "");
   if (f.has("bandwidth")) {

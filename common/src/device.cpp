@@ -1,6 +1,7 @@
 // device.cpp — devices, CPU threads and the terminal (device.hpp).
 #include "workbook/device.hpp"
 
+#include <dlfcn.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -87,6 +88,17 @@ void set_threads(int threads) {
   // makes that initialization happen now, so it cannot undo this setting later.
   (void)torch::get_num_threads();
   torch::set_num_threads(threads);
+  // Note: [OpenBLAS's own threads] OpenBLAS (Debian's libopenblas0-pthread)
+  // keeps a thread pool of its own, sized when it loads from the cores this
+  // process may use, and LibTorch 1.13's set_num_threads leaves it alone. A
+  // rank bound to one core then multiplies matrices with 1 thread, an
+  // unbound one (the emulated cluster's, a job's under srun) with one per
+  // core: more threads than --threads asked for, and a product split
+  // differently sums in another order, so the weights depended on how the
+  // ranks were bound. Looked up at run time: another BLAS has no such symbol.
+  using SetBlasThreads = void (*)(int);
+  if (auto* set_blas_threads = reinterpret_cast<SetBlasThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
+    set_blas_threads(threads);
   // Inter-op threads can be set once per process, before any parallel work.
   static bool interop_set = false;
   if (!interop_set) {

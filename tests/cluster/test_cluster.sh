@@ -171,8 +171,8 @@ case $case_name in
     for tool in munged slurmctld slurmd sbatch; do
       command -v "$tool" >/dev/null || skip "$tool is not installed (./install-packages installs it)"
     done
-    # shellcheck source=tests/hpc/slurm_cluster.sh
-    source "$source_dir/tests/hpc/slurm_cluster.sh"
+    # shellcheck source=hpc/slurm_cluster.sh
+    source "$source_dir/hpc/slurm_cluster.sh"
     # shellcheck source=tests/hpc/job_checks.sh
     source "$source_dir/tests/hpc/job_checks.sh"
     "$cluster" up >/dev/null || fail "up"

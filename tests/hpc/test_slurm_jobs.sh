@@ -5,15 +5,15 @@
 #   2. smoke.sbatch with an srun plugin the MPI does not speak: the mpirun fallback;
 #   3. ch03.sbatch, a short run: its result line;
 #   4. every 2-node script, dry run: what it would start on two nodes.
-# The cluster (tests/hpc/slurm_cluster.sh) lives in a temporary directory and
+# The cluster (hpc/slurm_cluster.sh) lives in a temporary directory and
 # is stopped and removed on every exit; one left by a killed run is stopped first.
 # CTest runs it through tests/hpc/outside_a_job.sh: no scheduler variables but the ones it fakes.
 set -euo pipefail
 trap 'echo "FAILED: line $LINENO of ${BASH_SOURCE[0]}: $BASH_COMMAND" >&2' ERR
 export WORKBOOK_SOURCE=$1
 build=$2
-# shellcheck source=tests/hpc/slurm_cluster.sh
-source "$WORKBOOK_SOURCE/tests/hpc/slurm_cluster.sh"
+# shellcheck source=hpc/slurm_cluster.sh
+source "$WORKBOOK_SOURCE/hpc/slurm_cluster.sh"
 # shellcheck source=tests/hpc/job_checks.sh
 source "$WORKBOOK_SOURCE/tests/hpc/job_checks.sh"
 

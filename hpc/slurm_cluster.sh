@@ -1,11 +1,11 @@
 #!/bin/bash
-# slurm_cluster.sh — a real SLURM cluster for the hpc tests, in a temporary
-# directory: munged, slurmctld and slurmd, with a generated slurm.conf,
+# slurm_cluster.sh — a real SLURM cluster for the hpc tests and for an
+# instructor's practice (`workbook cluster up --slurm`), in a directory of its own: munged, slurmctld and slurmd, with a generated slurm.conf,
 # non-default ports, and nothing written outside it. On this machine (one
 # node), or on the emulated cluster's nodes (hpc/cluster.sh): slurmctld on
 # wbnode1 and one slurmd in each node's namespaces.
 #
-#   source tests/hpc/slurm_cluster.sh
+#   source hpc/slurm_cluster.sh
 #   slurm_cluster_start DIR [CLUSTER_SH]  # DIR: an empty directory; exports SLURM_CONF
 #   slurm_client sbatch ...               # a client command, where it reaches slurmctld
 #   slurm_cluster_stop  DIR               # stops the daemons (also after a crash: it reads their pid files)
