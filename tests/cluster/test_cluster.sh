@@ -111,6 +111,8 @@ case $case_name in
     expect_status 2 "an emulated cluster has 2 to 8 nodes" "$cluster" up --nodes 1
     expect_status 2 "give a rate such as" "$cluster" up --link fast
     expect_status 2 "not up" "$cluster" mpirun true
+    expect_status 2 "runs on the emulated cluster, which is not up" "$build_dir/workbook" run ch03 --solution --nodes 2
+    expect_status 2 "excludes" "$build_dir/workbook" run ch03 --solution --nodes 2 --ranks 2
     if id nobody >/dev/null 2>&1; then
       expect_status 2 "needs root" setpriv --reuid=nobody --regid=nogroup --clear-groups "$cluster" up
     fi
@@ -118,6 +120,8 @@ case $case_name in
     "$cluster" up --nodes 3 --link 200mbit || fail "up --nodes 3"
     "$cluster" up --nodes 3 --link 200mbit | grep -q "already up" || fail "a second up did not say 'already up'"
     "$cluster" up --nodes 3 --link 500mbit | grep -q "link changed to 500mbit" || fail "up with a new rate"
+    expect_status 2 "the emulated cluster has 3 nodes" "$build_dir/workbook" run ch03 --solution --nodes 4
+    expect_status 2 "a single-process chapter" "$build_dir/workbook" bench ch01 --nodes 2
     hosts=$(for k in 1 2 3; do "$cluster" exec "wbnode$k" hostname; done | sort -u | tr '\n' ' ')
     [ "$hosts" = "wbnode1 wbnode2 wbnode3 " ] || fail "hostnames on the nodes: '$hosts'"
     ok "3 nodes, 3 hostnames: $hosts"
