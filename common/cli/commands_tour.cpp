@@ -46,6 +46,7 @@ struct TourRow {
   double busbw_ring = 0.0, busbw_library = 0.0;   // GB/s at the largest size, when measured
   int64_t busbw_bytes = 0;
   std::string library;                            // "mpi" or "nccl"
+  nlohmann::json placement;                       // on emulated nodes: placement_json's; else null
 };
 
 std::string format_duration(double seconds) {
@@ -127,6 +128,7 @@ nlohmann::json write_row(const TourRow& row, const std::string& note, std::ofstr
     line["speedup"] = row.speedup ? nlohmann::json(*row.speedup) : nlohmann::json(nullptr);
   }
   if (!note.empty()) line["note"] = note;
+  if (!row.placement.is_null()) line.update(row.placement);
   if (row.busbw_bytes > 0)
     line.update({{"busbw_ring", row.busbw_ring}, {"busbw_library", row.busbw_library},
                  {"busbw_bytes", row.busbw_bytes}, {"library", row.library}});
@@ -281,6 +283,7 @@ int cmd_tour(bool full, const std::optional<std::string>& json_file, const std::
           continue;
         }
         placement = Placement::on_nodes(ranks, entry.nodes);
+        row.placement = placement_json(placement);
       }
       row.outcome = run_for_result(argv, /*passthrough=*/true, 3600, placement);
       if (!row.outcome.ok) {

@@ -11,7 +11,11 @@ namespace workbook::cli {
 
 void print_tour_table(const std::vector<TourTableRow>& rows) {
   const bool with_files = std::any_of(rows.begin(), rows.end(), [](const TourTableRow& r) { return !r.file.empty(); });
-  std::vector<Column> columns = {{{"chapter", ""}, 7, true},          {{"configuration", ""}, 24, true},
+  size_t configuration_width = 24;  // wider when a configuration is longer
+  for (const TourTableRow& row : rows)
+    configuration_width = std::max(configuration_width, row.line.value("configuration", std::string()).size());
+  std::vector<Column> columns = {{{"chapter", ""}, 7, true},
+                                 {{"configuration", ""}, static_cast<int>(configuration_width), true},
                                  {{"ranks/dev", ""}, 9},              {{"device", ""}, 6},
                                  {{"test_acc", ""}, 8},               {{"time_s", ""}, 7},
                                  {{"speedup", ""}, 8},                {{"samples/s", ""}, 9},
@@ -20,7 +24,7 @@ void print_tour_table(const std::vector<TourTableRow>& rows) {
   print_heading(columns);
 
   std::vector<std::string> notes;  // footnotes, each once, marked *, **, ...
-  std::string busbw_legend;
+  std::string busbw_legend, link_legend;
   bool any_speedup = false;
   for (const auto& [v, file] : rows) {
     std::string mark;
@@ -46,6 +50,11 @@ void print_tour_table(const std::vector<TourTableRow>& rows) {
     } else if (!error.empty()) {
       busbw = "failed";
     }
+    if (v.value("link_bits_per_s", 0.0) > 0)
+      link_legend = fmt::format("on {} nodes at {}: the emulated cluster (`workbook cluster`), each node a network "
+                                "namespace, joined by links shaped to {}; busbw there cannot exceed {:.3g} GB/s.",
+                                v.value("nodes", 0), v.value("link", "?"), v.value("link", "?"),
+                                v.value("link_bits_per_s", 0.0) / 8e9);
     const bool has_speedup = v.contains("speedup") && v["speedup"].is_number();
     any_speedup = any_speedup || has_speedup;
     // A diverged run (ch06's warm-up at a large batch can) says so instead of its 0.1000.
@@ -71,6 +80,7 @@ void print_tour_table(const std::vector<TourTableRow>& rows) {
              any_speedup ? "" : " (no speedups: the single-device run failed)");
   for (size_t i = 0; i < notes.size(); ++i) fmt::print("{} {}\n", std::string(i + 1, '*'), notes[i]);
   if (!busbw_legend.empty()) fmt::print("{}\n", busbw_legend);
+  if (!link_legend.empty()) fmt::print("{}\n", link_legend);
 }
 
 }  // namespace workbook::cli
