@@ -78,7 +78,8 @@ node_name() { echo "wbnode$1"; }
 node_address() { echo "$subnet_prefix.$1"; }
 
 usage() {
-  sed -n '5,13p' "$script" | sed 's/^# \{0,1\}//'
+  echo "usage:"
+  sed -n '/^#   hpc\/cluster.sh up/,/^#   hpc\/cluster.sh kill/p' "$script" | sed 's/^# \{0,1\}//'
 }
 
 # ---- what the machine must allow -----------------------------------------------
