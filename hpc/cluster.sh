@@ -100,7 +100,7 @@ need_tools() {
 # "1gbit" -> 1000000000. tc's own units (kbit, mbit, gbit; decimal), integers.
 rate_bits() {
   local rate=$1
-  [[ $rate =~ ^([0-9]+)(kbit|mbit|gbit)$ ]] ||
+  [[ $rate =~ ^([1-9][0-9]*)(kbit|mbit|gbit)$ ]] ||
     fail "--link '$rate': give a rate such as 100mbit, 1gbit or 10gbit (a whole number and kbit, mbit or gbit)"
   local scale=1000
   case ${BASH_REMATCH[2]} in mbit) scale=1000000 ;; gbit) scale=1000000000 ;; esac
@@ -115,6 +115,12 @@ shape() {
   ((burst >= 65536)) || burst=65536
   ip -n "$ns" link set dev "$dev" gso_max_size 65536 2>/dev/null || true
   ip netns exec "$ns" tc qdisc replace dev "$dev" root tbf rate "$rate" burst "$burst" latency 10ms
+}
+
+# Both directions of node K's link: Note [one shaped link per node].
+shape_link() {
+  shape "$(node_name "$1")" eth0 "$2"
+  shape "$switch_ns" "port$1" "$2"
 }
 
 # ---- state -----------------------------------------------------------------------
@@ -142,10 +148,7 @@ cmd_up() {
     if [ "$(state_get nodes)" = "$nodes" ]; then
       if [ "$(state_get link)" != "$link" ]; then
         local k
-        for ((k = 1; k <= nodes; ++k)); do
-          shape "$(node_name "$k")" eth0 "$link"
-          shape "$switch_ns" "port$k" "$link"
-        done
+        for ((k = 1; k <= nodes; ++k)); do shape_link "$k" "$link"; done
         sed -i "s/^link=.*/link=$link/" "$state_dir/state"
         say "link changed to $link"
       else
@@ -162,15 +165,15 @@ cmd_up() {
     fail "namespaces named wbnode*/$switch_ns exist but no $state_dir/state: run 'workbook cluster down' first"
 
   mkdir -p "$state_dir"
-  trap 'echo "cluster: up failed; undoing what it created" >&2; cmd_down >/dev/null 2>&1 || true' ERR
+  # Whatever ends `up` before it is done (a failed command, even inside a
+  # function, or fail's exit) undoes what it created.
+  trap 'echo "cluster: up failed; undoing what it created" >&2; cmd_down >/dev/null 2>&1 || true' EXIT
   printf 'nodes=%s\nlink=%s\nsubnet=%s\n' "$nodes" "$link" "$subnet" >"$state_dir/state.partial"
   mv "$state_dir/state.partial" "$state_dir/state"
 
   if ! ip netns add "$switch_ns" 2>"$state_dir/error"; then
-    trap - ERR
     local why
     why=$(cat "$state_dir/error")
-    cmd_down >/dev/null 2>&1 || true
     fail "this machine does not let root create network namespaces (ip netns add: $why). A container needs --privileged or CAP_SYS_ADMIN and CAP_NET_ADMIN."
   fi
   ip -n "$switch_ns" link add br0 type bridge
@@ -192,8 +195,7 @@ cmd_up() {
     ip -n "$switch_ns" link set "port$k" master br0 up
     ip -n "$node" addr add "$(node_address "$k")/24" dev eth0
     ip -n "$node" link set eth0 up
-    shape "$node" eth0 "$link"
-    shape "$switch_ns" "port$k" "$link"
+    shape_link "$k" "$link"
     # Note [a dead link is found in seconds]
     ip netns exec "$node" sysctl -qw net.ipv4.tcp_retries2=5 net.ipv4.tcp_keepalive_time=5 \
       net.ipv4.tcp_keepalive_intvl=1 net.ipv4.tcp_keepalive_probes=3
@@ -202,7 +204,7 @@ cmd_up() {
     echo "$node" >"/etc/netns/$node/hostname"
     echo "$node" >>"$state_dir/hostfile"
   done
-  trap - ERR
+  trap - EXIT
   say "up: $nodes nodes (wbnode1-wbnode$nodes, $subnet), each linked at $link"
   ((!with_slurm)) || start_slurm
 }

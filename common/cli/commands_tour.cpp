@@ -78,12 +78,12 @@ std::string shown_command(const std::vector<std::string>& argv) {
 // Runs the row's bandwidth benchmark: its lines go to `json`, its busbw at the
 // largest size (ring and library, memcpy aside) into the row. A failed run
 // (ch04_bench fails when any sum is wrong) contributes no numbers.
-void measure_bandwidth(TourRow& row, const TourProgram& bandwidth, bool full, const Placement& ranks,
+void measure_bandwidth(TourRow& row, const TourProgram& bandwidth, bool full, const Placement& placement,
                        std::ofstream& json) {
   const std::vector<std::string> argv = program_argv(bandwidth, full);
   fmt::print("\n{} {}, all-reduce bandwidth: {}\n", row.chapter, row.config, shown_command(argv));
   std::fflush(stdout);
-  const RunOutcome outcome = run_for_result(argv, /*passthrough=*/true, 1800, ranks);
+  const RunOutcome outcome = run_for_result(argv, /*passthrough=*/true, 1800, placement);
   if (!outcome.ok) {
     row.error = "bandwidth: " + outcome.error;
     fmt::print("  failed: {}\n", outcome.error);
@@ -95,10 +95,10 @@ void measure_bandwidth(TourRow& row, const TourProgram& bandwidth, bool full, co
     if (impl == "self") impl = "reference-ring";  // as `workbook bench ch04` names it
     const int64_t size = line.value("size", int64_t{0});
     nlohmann::json out = {{"type", "bench_bandwidth"}, {"chapter", row.chapter}, {"source", "tour"},
-                          {"impl", impl}, {"ranks", line.value("ranks", ranks.ranks)}, {"size", size},
+                          {"impl", impl}, {"ranks", line.value("ranks", placement.ranks)}, {"size", size},
                           {"time_us", line.value("time_us", 0.0)}, {"algbw", line.value("algbw", 0.0)},
                           {"busbw", line.value("busbw", 0.0)}, {"wrong", line.value("wrong", 0)}};
-    if (ranks.nodes > 0) out.update(placement_json(ranks));  // `report` draws the link's rate beside it
+    if (placement.nodes > 0) out.update(placement_json(placement));  // `report` draws the link's rate beside it
     json << out.dump() << "\n";
     if (size < row.busbw_bytes || impl == "memcpy") continue;
     if (size > row.busbw_bytes) row.busbw_ring = row.busbw_library = 0.0;  // both from one size

@@ -8,7 +8,7 @@
 #   link_fault  a node's link pulled mid-training: the job ends in bounded time, naming
 #               rank and call; the checkpoint written before resumes to the same weights
 #   node_fault  a node's processes killed mid-training: the same
-#   slurm       a real SLURM on the nodes (slurmctld, a slurmd per node): the
+#   slurm       `up --slurm`, a real SLURM on the nodes (slurmctld, a slurmd per node): the
 #               2-node smoke test and Chapter 3 job scripts submitted and passing
 # Exit 77 (CTest: skipped) with the reason where the machine cannot: not root,
 # no network namespaces, or a cluster of the user's is up (it is left alone).
@@ -110,6 +110,7 @@ case $case_name in
     [ -z "$(leftovers)" ] || fail "leftovers before the test: $(leftovers)"
     expect_status 2 "an emulated cluster has 2 to 8 nodes" "$cluster" up --nodes 1
     expect_status 2 "give a rate such as" "$cluster" up --link fast
+    expect_status 2 "give a rate such as" "$cluster" up --link 0kbit
     expect_status 2 "not up" "$cluster" mpirun true
     expect_status 2 "runs on the emulated cluster, which is not up" "$build_dir/workbook" run ch03 --solution --nodes 2
     expect_status 2 "excludes" "$build_dir/workbook" run ch03 --solution --nodes 2 --ranks 2
@@ -175,17 +176,14 @@ case $case_name in
     for tool in munged slurmctld slurmd sbatch; do
       command -v "$tool" >/dev/null || skip "$tool is not installed (./install-packages installs it)"
     done
-    # shellcheck source=hpc/slurm_cluster.sh
-    source "$source_dir/hpc/slurm_cluster.sh"
     # shellcheck source=tests/hpc/job_checks.sh
     source "$source_dir/tests/hpc/job_checks.sh"
-    "$cluster" up >/dev/null || fail "up"
-    slurm_dir=$work/slurm
-    mkdir -p "$slurm_dir" "$work/jobs"
-    trap 'slurm_cluster_stop "$slurm_dir"; cleanup' EXIT
-    slurm_cluster_start "$slurm_dir" "$cluster" || fail "SLURM did not start on the nodes"
-    ok "SLURM on the nodes: $(slurm_client sinfo -h -N -o '%N %t' | tr '\n' ' ')"
+    # As an instructor brings it up: `down` (the EXIT trap) stops SLURM too.
+    "$cluster" up --slurm >"$work/up.log" 2>&1 || fail "up --slurm: $(cat "$work/up.log")"
+    ok "$(grep "SLURM up" "$work/up.log")"
+    mkdir -p "$work/jobs"
     cd "$work/jobs" || fail "cd"
+    slurm_client() { "$cluster" exec wbnode1 "$@"; }  # where slurmctld is, with its SLURM_CONF
     export WORKBOOK_ROOT=$source_dir WORKBOOK_SOURCE=$source_dir WORKBOOK_BUILD=$build_dir WORKBOOK_DEVICE=cpu
     id=$(slurm_client timeout 120 sbatch --parsable --wait "$source_dir/hpc/slurm/smoke-2nodes.sbatch" --bytes 1048576) ||
       job_failed "smoke-2nodes.sbatch" "wb-smoke-$id.out" "wb-smoke-$id.err"
