@@ -1,0 +1,111 @@
+// main_train.cpp — ch07_train: FashionCNN trained by sharded data parallel,
+// ZeRO stage 0 (Chapter 3's DDP), 1 or 2, one process per rank.
+//
+//   mpirun -n 2 ch07_train [--stage 0|1|2] [--optimizer adam|lamb] [--epochs 1] [--batch 100]
+//                          [--lr 1e-3] [--threads N] [--train-samples N] [--data DIR] [--json FILE]
+//                          [--comm-timeout S] [--check-collectives]
+//   workbook run ch07 --ranks 2 [--solution] -- ARGS
+//
+// --batch is the global batch. The sampler, the batches, the broadcast and
+// the evaluation are Chapter 3's reference; only the step differs. Besides
+// the standard result, the result line's details say what one rank holds,
+// counted from the tensors after the last step: parameter_bytes,
+// gradient_bytes, optimizer_state_bytes; and what each rank sent per step,
+// as a ring would (elements_sent_per_step).
+#include <fmt/format.h>
+
+#include "ddp.hpp"
+#include "sharding.hpp"
+#include "workbook/epoch_meter.hpp"
+#include "workbook/errors.hpp"
+#include "workbook/memory.hpp"
+#include "workbook/program.hpp"
+#include "workbook/seeds.hpp"
+#include "workbook/weights_hash.hpp"
+
+namespace {
+
+constexpr int64_t kWarmupSteps = 5;
+constexpr int64_t kEvalBatch = 1000;
+
+int train(workbook::Program& program) {
+  int stage = 1;
+  std::string optimizer_name = "adam";
+  program.cli().add_option("--stage", stage, "0: DDP (Chapter 3), 1: optimizer state sharded, 2: gradients too")
+      ->check(CLI::IsMember({0, 1, 2}))
+      ->capture_default_str();
+  program.cli().add_option("--optimizer", optimizer_name, "adam (LibTorch's) or lamb (Chapter 6's)")
+      ->check(CLI::IsMember({"adam", "lamb"}))
+      ->capture_default_str();
+  const workbook::TrainFlags& flags = program.parse();
+  const int64_t local_batch = program.local_batch(flags.batch);
+
+  workbook::Communicator& comm = program.connect();
+  const workbook::FashionMnist data = program.load_data();
+  torch::manual_seed(workbook::initial_weights_seed(flags.seed, comm.rank()));
+  auto model = std::make_shared<workbook::FashionCNN>();
+  model->to(comm.device());
+  ch03::broadcast_model(*model, comm, 0);
+  const ch07::MakeOptimizer make_optimizer =
+      optimizer_name == "adam" ? ch07::adam(flags.lr) : ch07::lamb(*model, comm, flags.lr);
+  const std::unique_ptr<ch07::Sharding> sharding = ch07::make_sharding(stage, *model, comm, make_optimizer);
+
+  ch03::DistributedSampler sampler(data.train.size(), program.ranks(), comm.rank(), /*shuffle=*/true, flags.seed);
+  const int64_t steps_per_epoch = (sampler.num_samples() + local_batch - 1) / local_batch;
+  program.say("ch07_train: FashionCNN, {} rank(s) ({}), ZeRO stage {}, {} lr {}, global batch {} = {} x {}, "
+              "{} train / {} test samples, device {}, {} thread(s) per rank",
+              program.ranks(), program.env().launcher, stage, optimizer_name, flags.lr, flags.batch,
+              program.ranks(), local_batch, data.train.size(), data.test.size(), comm.device().str(), flags.threads);
+
+  workbook::EpochMeter meter(program, kWarmupSteps);
+  ch03::EvalResult eval;
+  int64_t steps = 0, elements_sent = 0;
+  for (int64_t epoch = 1; epoch <= flags.epochs; ++epoch) {
+    sampler.set_epoch(epoch);
+    torch::manual_seed(workbook::dropout_seed(flags.seed, epoch, comm.rank()));
+    const torch::Tensor indices = sampler.indices();
+    meter.begin_epoch(epoch, steps_per_epoch);
+    for (int64_t step = 0; step < steps_per_epoch; ++step) {
+      meter.before_step(step);
+      const int64_t first = step * local_batch;
+      const ch03::Batch batch = ch03::gather_batch(data.train.images, data.train.labels, indices, first,
+                                                   std::min(local_batch, sampler.num_samples() - first));
+      sharding->zero_grad();
+      torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(batch.images), batch.labels);
+      const int64_t sent_before = ch07::ring_elements_sent(comm.stats(), comm.size());
+      loss.backward();  // stage 2: buckets are reduce-scattered from here
+      sharding->step();
+      elements_sent += ch07::ring_elements_sent(comm.stats(), comm.size()) - sent_before;
+      ++steps;
+      meter.after_step(loss.detach(), batch.labels.size(0));
+    }
+    const workbook::EpochTotals totals = meter.end_epoch();
+    ch03::broadcast_model(*model, comm, 0);  // BatchNorm's running statistics: rank 0's
+    eval = ch03::evaluate_distributed(*model, data.test.images, data.test.labels, kEvalBatch, comm);
+    meter.report(totals, eval.mean_loss, eval.accuracy());
+  }
+
+  const ch07::HeldBytes held = sharding->held();
+  workbook::RunResult result = meter.result(fmt::format("ZeRO stage {}, {}", stage, optimizer_name));
+  result.train_samples = data.train.size();
+  result.evaluated(eval.accuracy(), eval.mean_loss, eval.correct, eval.total);
+  result.weights_sha256 = workbook::weights_sha256(*model);
+  result.details = {{"stage", stage},
+                    {"optimizer", optimizer_name},
+                    {"parameter_bytes", held.parameters},
+                    {"gradient_bytes", held.gradients},
+                    {"optimizer_state_bytes", held.optimizer_state},
+                    {"elements_sent_per_step", steps > 0 ? elements_sent / steps : 0}};
+  program.say("held by rank 0 after the last step: parameters {}, gradients {}, optimizer state {}",
+              workbook::format_bytes(held.parameters), workbook::format_bytes(held.gradients),
+              workbook::format_bytes(held.optimizer_state));
+  program.finish(result);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return workbook::program_main(
+      argc, argv, {"ch07_train", "Chapter 7: train FashionCNN with sharded data parallel (ZeRO stages 0-2)"}, train);
+}

@@ -1,0 +1,140 @@
+// flat_group.cpp — given: a group of parameters in one flat buffer, stage 0
+// (Chapter 3's DDP, the baseline), and what the stages count.
+#include "sharding.hpp"
+
+#include "ddp.hpp"  // Chapter 3's reference: all_reduce_gradients
+#include "workbook/errors.hpp"
+
+namespace ch07 {
+
+FlatGroup::FlatGroup(std::vector<torch::Tensor> parameters, int world_size, int rank, const PartitionFn& partition)
+    : parameters_(std::move(parameters)) {
+  WB_ASSERT(!parameters_.empty(), "a FlatGroup needs parameters");
+  std::vector<int64_t> sizes;
+  for (const torch::Tensor& p : parameters_) {
+    WB_ASSERT(p.requires_grad(), "a FlatGroup holds trainable parameters only");
+    WB_ASSERT(p.scalar_type() == parameters_[0].scalar_type() && p.device() == parameters_[0].device(),
+              "every parameter of a FlatGroup must share one dtype and device");
+    sizes.push_back(p.numel());
+  }
+  partition_ = partition(sizes, world_size, rank);
+  WB_ASSERT(partition_.sizes == sizes && partition_.padded_numel == partition_.shard_numel * world_size &&
+                partition_.padded_numel >= partition_.numel,
+            "the partition does not describe these {} parameters on {} ranks", sizes.size(), world_size);
+  const torch::TensorOptions options = torch::TensorOptions().dtype(parameters_[0].dtype()).device(parameters_[0].device());
+  flat_ = torch::zeros({partition_.padded_numel}, options);
+  shard_gradient_ = torch::zeros({partition_.shard_numel}, options);
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    torch::Tensor view = flat_.narrow(0, partition_.offsets[i], partition_.sizes[i]);
+    view.copy_(parameters_[i].reshape({-1}));
+    parameters_[i].set_data(view.view_as(parameters_[i]));  // Note: [parameters as views]
+  }
+}
+
+torch::Tensor FlatGroup::shard() const { return flat_.narrow(0, partition_.shard_begin(), partition_.shard_numel); }
+
+torch::Tensor FlatGroup::owned() const { return flat_.narrow(0, partition_.shard_begin(), partition_.owned_numel()); }
+
+torch::Tensor FlatGroup::gather_gradients() const {
+  torch::Tensor gradients = torch::zeros_like(flat_);
+  for (size_t i = 0; i < parameters_.size(); ++i)
+    if (parameters_[i].grad().defined())
+      gradients.narrow(0, partition_.offsets[i], partition_.sizes[i]).copy_(parameters_[i].grad().reshape({-1}));
+  return gradients;
+}
+
+std::vector<torch::Tensor> trainable_parameters(torch::nn::Module& model) {
+  std::vector<torch::Tensor> trainable;
+  for (const torch::Tensor& p : model.parameters())
+    if (p.requires_grad()) trainable.push_back(p);
+  return trainable;
+}
+
+int64_t frozen_parameter_bytes(torch::nn::Module& model) {
+  int64_t bytes = 0;
+  for (const torch::Tensor& p : model.parameters())
+    if (!p.requires_grad()) bytes += p.numel() * p.element_size();
+  return bytes;
+}
+
+int64_t optimizer_state_bytes(torch::optim::Optimizer& optimizer) {
+  int64_t bytes = 0;
+  for (const auto& [key, state] : optimizer.state()) {
+    if (auto* adam = dynamic_cast<torch::optim::AdamParamState*>(state.get())) {
+      for (const torch::Tensor& t : {adam->exp_avg(), adam->exp_avg_sq(), adam->max_exp_avg_sq()})
+        if (t.defined()) bytes += t.numel() * t.element_size();
+    } else if (auto* lamb = dynamic_cast<ch06::LambParamState*>(state.get())) {
+      for (const torch::Tensor& t : {lamb->exp_avg(), lamb->exp_avg_sq()})
+        if (t.defined()) bytes += t.numel() * t.element_size();
+    } else {
+      WB_ASSERT(false, "optimizer_state_bytes: an optimizer state this chapter does not know");
+    }
+  }
+  return bytes;
+}
+
+int64_t ring_elements_sent(const workbook::CommStats& stats, int world_size) {
+  using workbook::CommOp;
+  const int64_t n = world_size;
+  // all_reduce counts the buffer; reduce_scatter and all_gather count one rank's chunk.
+  return 2 * (n - 1) * stats.elements[static_cast<int>(CommOp::AllReduce)] / n +
+         (n - 1) * (stats.elements[static_cast<int>(CommOp::ReduceScatter)] +
+                    stats.elements[static_cast<int>(CommOp::AllGather)]);
+}
+
+namespace {
+int64_t bytes_of(const torch::Tensor& t) { return t.defined() ? t.numel() * t.element_size() : 0; }
+}  // namespace
+
+// ---- stage 0 -----------------------------------------------------------------------
+
+ReplicatedOptimizer::ReplicatedOptimizer(torch::nn::Module& model, workbook::Communicator& comm,
+                                         const MakeOptimizer& make_optimizer)
+    : model_(model), comm_(comm), parameters_(trainable_parameters(model)),
+      optimizer_(make_optimizer({}, parameters_)) {}
+
+void ReplicatedOptimizer::step() {
+  ch03::all_reduce_gradients(model_, comm_);
+  optimizer_->step();
+}
+
+HeldBytes ReplicatedOptimizer::held() const {
+  HeldBytes held;
+  for (const torch::Tensor& p : model_.parameters()) {
+    held.parameters += bytes_of(p);
+    held.gradients += bytes_of(p.grad());
+  }
+  held.optimizer_state = optimizer_state_bytes(*optimizer_);
+  return held;
+}
+
+// ---- for programs and tests ---------------------------------------------------------
+
+MakeOptimizer adam(double lr) {
+  return [lr](const std::vector<FlatGroup*>&, std::vector<torch::Tensor> tensors) {
+    return std::make_unique<torch::optim::Adam>(std::move(tensors), torch::optim::AdamOptions(lr));
+  };
+}
+
+MakeOptimizer lamb(torch::nn::Module& model, workbook::Communicator& comm, double lr) {
+  return [&model, &comm, lr](const std::vector<FlatGroup*>& groups,
+                             std::vector<torch::Tensor> tensors) -> std::unique_ptr<torch::optim::Optimizer> {
+    if (groups.empty())  // stage 0: the whole model, as Chapter 6 trains it
+      return std::make_unique<ch06::Lamb>(ch06::layer_adaptation_groups(model, ch06::LambOptions(lr)),
+                                          ch06::LambOptions(lr));
+    return make_sharded_lamb(groups, std::move(tensors), comm, ch06::LambOptions(lr));
+  };
+}
+
+std::unique_ptr<Sharding> make_sharding(int stage, torch::nn::Module& model, workbook::Communicator& comm,
+                                        const MakeOptimizer& make_optimizer, const ShardingOptions& options) {
+  switch (stage) {
+    case 0: return std::make_unique<ReplicatedOptimizer>(model, comm, make_optimizer);
+    case 1: return std::make_unique<OptimizerStateSharding>(model, comm, make_optimizer, options);
+    case 2: return std::make_unique<GradientSharding>(model, comm, make_optimizer, options);
+  }
+  throw workbook::UserError(fmt::format("--stage {}: the stages are 0 (DDP), 1 and 2", stage));
+}
+
+}  // namespace ch07

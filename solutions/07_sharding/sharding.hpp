@@ -1,0 +1,312 @@
+// sharding.hpp — Chapter 7's API: sharded data parallel (ZeRO), built from
+// the two halves of Chapter 4's all-reduce, reduce-scatter and all-gather.
+//
+// DDP (Chapter 3) keeps everything on every rank and every rank runs the whole
+// optimizer step. ZeRO gives each rank one shard of the flat parameter buffer
+// and lets it keep, and step, only that shard's state:
+//
+//   P parameters, N ranks, Adam (2 values of state per parameter), float32
+//
+//                parameters    gradients          optimizer state   bytes per rank
+//   stage 0 DDP  P             P                  2P                4P x 4
+//   stage 1      P             P                  2P / N            (2P + 2P/N) x 4
+//   stage 2      P             P / N (+1 bucket)  2P / N            (P + 3P/N) x 4
+//   stage 3      P / N (+1 layer, while in use)  P / N   2P / N     4P/N x 4
+//
+// One flat buffer per group of parameters, padded to a multiple of N, cut
+// into N contiguous shards (ex7.1):
+//
+//   flat   [ conv1.weight | conv1.bias | ... | fc1.weight .......... | fc3.bias | pad ]
+//          [      rank 0's shard       |      rank 1's shard        ]
+//                                          fc1.weight is split: two ranks hold a piece each
+//
+// A stage-1 step (ex7.2), in place of Chapter 3's one all-reduce:
+//
+//   backward            every rank: the full gradient of its own batch
+//   reduce-scatter      rank r gets shard r of the gradient, averaged over ranks
+//   optimizer step      rank r steps shard r only: 1/N of the work and of the state
+//   all-gather          every rank gets every updated shard: the whole model again
+//
+// reduce-scatter + all-gather is exactly what a ring all-reduce sends
+// (Chapter 4): the same bytes as DDP, for 1/N of the optimizer's memory and time.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "optimizers.hpp"  // Chapter 6's reference: Lamb, LambOptions
+#include "workbook/communicator.hpp"
+
+namespace ch07 {
+
+// ---- ex7.1: the partition ---------------------------------------------------------
+
+// A run of one parameter's elements inside this rank's shard.
+struct ShardPiece {
+  size_t parameter = 0;          // index into the group's parameters
+  int64_t parameter_offset = 0;  // first element of the run, within the parameter (flattened)
+  int64_t shard_offset = 0;      // where the run starts, within the shard
+  int64_t count = 0;             // elements in the run (> 0)
+  bool operator==(const ShardPiece& other) const {
+    return parameter == other.parameter && parameter_offset == other.parameter_offset &&
+           shard_offset == other.shard_offset && count == other.count;
+  }
+};
+
+// Where a group of parameters lies in its flat buffer, and what this rank owns.
+struct Partition {
+  int world_size = 1;
+  int rank = 0;
+  std::vector<int64_t> offsets;  // parameter i starts at offsets[i] in the flat buffer ...
+  std::vector<int64_t> sizes;    // ... and has sizes[i] elements; parameters follow each other, no gaps
+  int64_t numel = 0;             // the sum of sizes
+  int64_t padded_numel = 0;      // numel rounded up to a multiple of world_size
+  int64_t shard_numel = 0;       // padded_numel / world_size: every shard has this length
+  // The parameters' parts in this rank's shard [rank x shard_numel, (rank + 1) x shard_numel),
+  // in order; padding is in no piece. A rank whose shard is all padding has none.
+  std::vector<ShardPiece> pieces;
+
+  int64_t shard_begin() const { return rank * shard_numel; }
+  // The elements of this rank's shard that are parameters, not padding: they
+  // come first in the shard (padding is only at the end of the flat buffer).
+  int64_t owned_numel() const;
+};
+
+// ex7.1: the layout of parameters with these element counts, in this order,
+// for `rank` of `world_size`. padded_numel is the smallest multiple of
+// world_size >= numel (0 when numel is 0).
+Partition partition_parameters(const std::vector<int64_t>& parameter_sizes, int world_size, int rank);
+
+// ---- a group of parameters in one flat buffer (given) --------------------------
+
+// Note: [parameters as views] A FlatGroup copies its parameters into one
+// padded buffer and makes each parameter a view into it (set_data: the
+// parameter keeps its identity, its requires_grad and its place in the
+// model; only its storage changes). Writing the buffer then writes the model:
+// an all-gather into flat() updates every parameter at once, with no copy
+// back. The optimizer is given owned(), a view of this rank's part of the
+// same buffer, so its in-place step also writes the model.
+using PartitionFn = std::function<Partition(const std::vector<int64_t>&, int, int)>;
+
+class FlatGroup {
+ public:
+  // `parameters`: trainable, one dtype and device, not yet views of another
+  // group. `partition`: ex7.1's (the tests of later exercises give their own,
+  // so that they do not depend on ex7.1).
+  FlatGroup(std::vector<torch::Tensor> parameters, int world_size, int rank,
+            const PartitionFn& partition = partition_parameters);
+
+  const Partition& partition() const { return partition_; }
+  const std::vector<torch::Tensor>& parameters() const { return parameters_; }
+  torch::Tensor& flat() { return flat_; }               // [padded_numel]: every parameter of the group
+  torch::Tensor shard() const;                          // [shard_numel]: this rank's shard of flat()
+  torch::Tensor owned() const;                          // [owned_numel]: the shard without its padding
+  torch::Tensor& shard_gradient() { return shard_gradient_; }  // [shard_numel]: the averaged gradient of shard()
+  // The parameters' gradients laid out as flat() (zeros where a parameter has
+  // none, and in the padding): a new [padded_numel] tensor.
+  torch::Tensor gather_gradients() const;
+
+ private:
+  std::vector<torch::Tensor> parameters_;
+  Partition partition_;
+  torch::Tensor flat_;
+  torch::Tensor shard_gradient_;
+};
+
+// The trainable parameters of a model (requires_grad), in registration order.
+std::vector<torch::Tensor> trainable_parameters(torch::nn::Module& model);
+
+// ---- the stages -------------------------------------------------------------------
+
+// What a rank holds, counted from the tensors: bytes of parameters, gradients
+// and optimizer state (every defined tensor in the optimizer's state).
+struct HeldBytes {
+  int64_t parameters = 0;
+  int64_t gradients = 0;
+  int64_t optimizer_state = 0;
+  int64_t total() const { return parameters + gradients + optimizer_state; }
+};
+
+// The bytes of every tensor in an optimizer's state (LibTorch's Adam: exp_avg,
+// exp_avg_sq, and max_exp_avg_sq with amsgrad; LAMB's moments).
+int64_t optimizer_state_bytes(torch::optim::Optimizer& optimizer);
+
+struct ShardingOptions {
+  PartitionFn partition = partition_parameters;
+  // Chapter 4's bucket limits: stage 2's groups.
+  int64_t first_bucket_bytes = int64_t{1} << 20;
+  int64_t bucket_cap_bytes = int64_t{25} << 20;
+};
+
+// Builds the optimizer for the tensors a stage hands it: the whole model's
+// parameters (stage 0) or the owned() views of every group (stages 1, 2).
+using MakeOptimizer = std::function<std::unique_ptr<torch::optim::Optimizer>(const std::vector<FlatGroup*>& groups,
+                                                                             std::vector<torch::Tensor> tensors)>;
+
+// Note: [one step with a Sharding]
+//   sharding.zero_grad(); loss = criterion(model.forward(x)); loss.backward(); sharding.step();
+// After step() every rank's model holds the same, updated parameters: the
+// one that a single process would have after one step on the global batch.
+class Sharding {
+ public:
+  virtual ~Sharding() = default;
+  virtual void zero_grad() = 0;
+  // After backward: average the gradients over ranks, step the optimizer,
+  // bring every rank's parameters up to date. Collective.
+  virtual void step() = 0;
+  virtual HeldBytes held() const = 0;
+  virtual torch::optim::Optimizer& optimizer() = 0;
+  virtual std::vector<FlatGroup*> groups() { return {}; }
+
+ protected:
+  int64_t frozen_parameter_bytes_ = 0;  // parameters no group holds: every rank keeps them whole
+};
+
+// The bytes of `model`'s parameters that do not require a gradient.
+int64_t frozen_parameter_bytes(torch::nn::Module& model);
+
+// Stage 0: Chapter 3's DDP (the reference's all_reduce_gradients), the
+// baseline every stage is compared with (given).
+class ReplicatedOptimizer : public Sharding {
+ public:
+  ReplicatedOptimizer(torch::nn::Module& model, workbook::Communicator& comm, const MakeOptimizer& make_optimizer);
+  void zero_grad() override { optimizer_->zero_grad(); }
+  void step() override;
+  HeldBytes held() const override;
+  torch::optim::Optimizer& optimizer() override { return *optimizer_; }
+
+ private:
+  torch::nn::Module& model_;
+  workbook::Communicator& comm_;
+  std::vector<torch::Tensor> parameters_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+};
+
+// ---- ex7.2: stage 1, the optimizer state sharded ----------------------------------
+
+// One FlatGroup of every trainable parameter; the optimizer steps owned() only.
+class OptimizerStateSharding : public Sharding {
+ public:
+  OptimizerStateSharding(torch::nn::Module& model, workbook::Communicator& comm, const MakeOptimizer& make_optimizer,
+                         const ShardingOptions& options = {});
+  void zero_grad() override;
+  // ex7.2: reduce-scatter the gradients (averaged) into the group's
+  // shard_gradient(), step the optimizer (it holds owned(), whose .grad is a
+  // view of shard_gradient()), all-gather the shards into flat(). Two
+  // collectives.
+  void step() override;
+  HeldBytes held() const override;
+  torch::optim::Optimizer& optimizer() override { return *optimizer_; }
+  std::vector<FlatGroup*> groups() override { return {group_.get()}; }
+
+ private:
+  std::unique_ptr<FlatGroup> group_;
+  workbook::Communicator& comm_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  torch::Tensor owned_;  // what the optimizer steps: group_->owned(), its .grad a view of shard_gradient()
+};
+
+// ---- ex7.3: stage 2, the gradients sharded too -------------------------------------
+
+// Note: [buckets of stage 2] Chapter 4's buckets (reverse registration order,
+// a small first bucket) become the groups: each bucket is a FlatGroup of its
+// own, padded and cut into N shards, so that its reduce-scatter can start the
+// moment backward has produced its last gradient, and each rank keeps 1/N of
+// each bucket. A bucket's full gradient lives only from its first hook to its
+// reduce-scatter; then it is freed, and so is each parameter's .grad (LibTorch
+// 1.13 has no hook after a gradient is accumulated into .grad, so the .grad
+// of a bucket's last parameter goes at the next bucket, or at step()).
+// Buckets are reduced strictly in index order, on every rank, as in Chapter 4.
+class GradientSharding : public Sharding {
+ public:
+  GradientSharding(torch::nn::Module& model, workbook::Communicator& comm, const MakeOptimizer& make_optimizer,
+                   const ShardingOptions& options = {});
+  ~GradientSharding() override;
+  void zero_grad() override;
+  // ex7.3: called by parameter (bucket, index)'s hook with its gradient (tests
+  // call it directly): copies it into the bucket's gradient buffer (allocated
+  // at the bucket's first gradient); when the bucket is complete, and every
+  // bucket before it reduced, reduce-scatters it into the group's
+  // shard_gradient() and frees the buffer.
+  void gradient_ready(size_t bucket, size_t index, const torch::Tensor& gradient);
+  // ex7.3: reduces the buckets left (reduce_bucket: a parameter without a
+  // gradient counts as zeros), steps the optimizer, all-gathers every
+  // group's flat().
+  void step() override;
+  HeldBytes held() const override;
+  torch::optim::Optimizer& optimizer() override { return *optimizer_; }
+  std::vector<FlatGroup*> groups() override;
+  // The most gradient bytes held at once during any backward so far:
+  // buckets' buffers and parameters' .grad, not the shards.
+  int64_t peak_gradient_bytes() const { return peak_gradient_bytes_; }
+  // Buckets reduced from the hooks during the last backward (not in step()).
+  size_t reduced_from_hooks() const { return last_reduced_from_hooks_; }
+
+ private:
+  // Given: reduce-scatters bucket b (its buffer, zeros where nothing arrived),
+  // frees the buffer and the .grad of its parameters, advances next_to_reduce_.
+  void reduce_bucket(size_t b);
+  void note_gradient_bytes();  // tracks peak_gradient_bytes_
+
+  void start_next_step();      // given: missing_, next_to_reduce_, the counters
+
+  std::vector<std::unique_ptr<FlatGroup>> buckets_;
+  workbook::Communicator& comm_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::vector<torch::Tensor> owned_;           // bucket -> what the optimizer steps
+  std::vector<torch::Tensor> buffers_;         // bucket -> its gradients as flat(), while it fills
+  std::vector<size_t> missing_;                // bucket -> gradients still to arrive this step
+  size_t next_to_reduce_ = 0;
+  std::vector<std::pair<torch::Tensor, unsigned>> hooks_;  // (parameter, handle), removed on destruction
+  size_t reduced_from_hooks_ = 0, last_reduced_from_hooks_ = 0;
+  int64_t peak_gradient_bytes_ = 0;
+};
+
+// ---- ex7.4: norms of tensors that are split across ranks ---------------------------
+
+// ex7.4: ‖·‖² of every parameter of a group, over all ranks: `owned` is this
+// rank's owned() part of some per-element quantity laid out as flat() (the
+// parameters, their gradients, an update); each rank sums the squares of its
+// pieces, per parameter, and one all-reduce (sum) adds the ranks' partial
+// sums. Returns float64 [number of parameters], the same on every rank.
+// Collective.
+torch::Tensor squared_norms_per_parameter(const Partition& partition, const torch::Tensor& owned,
+                                          workbook::Communicator& comm);
+
+// ex7.4: clipping by global norm, as torch::nn::utils::clip_grad_norm_ but on
+// shards: ‖g‖ over every parameter of every group, from each rank's shard
+// gradients; when it exceeds max_norm every shard gradient is scaled by
+// max_norm / (‖g‖ + 1e-6). Returns ‖g‖ before clipping. Collective.
+double clip_gradients_by_global_norm(const std::vector<FlatGroup*>& groups, double max_norm,
+                                     workbook::Communicator& comm);
+
+// LAMB (Chapter 6, ex6.3) on shards (given; uses ex7.4): the moments are
+// kept for owned() only, and each parameter's trust ratio ‖w‖ / ‖u‖ comes from
+// squared_norms_per_parameter, so a parameter split between ranks gets the
+// ratio of the whole tensor. As Chapter 6's layer_adaptation_groups: tensors
+// of one dimension get no weight decay and no trust ratio.
+std::unique_ptr<torch::optim::Optimizer> make_sharded_lamb(const std::vector<FlatGroup*>& groups,
+                                                           std::vector<torch::Tensor> owned,
+                                                           workbook::Communicator& comm, ch06::LambOptions options);
+
+// ---- for programs and tests (given) --------------------------------------------------
+
+// Optimizers for any stage: Adam (LibTorch's own, on whatever tensors the
+// stage hands it) and LAMB (Chapter 6's on the whole model at stage 0; on
+// shards, make_sharded_lamb, at stages 1 and 2).
+MakeOptimizer adam(double lr);
+MakeOptimizer lamb(torch::nn::Module& model, workbook::Communicator& comm, double lr);
+
+// The stage: 0 (DDP), 1 or 2.
+std::unique_ptr<Sharding> make_sharding(int stage, torch::nn::Module& model, workbook::Communicator& comm,
+                                        const MakeOptimizer& make_optimizer, const ShardingOptions& options = {});
+
+// The elements each rank sends, had every collective been a ring
+// (Chapter 4): all-reduce 2(N-1)/N per element, reduce-scatter and
+// all-gather (N-1)/N of the full buffer each.
+int64_t ring_elements_sent(const workbook::CommStats& stats, int world_size);
+
+}  // namespace ch07

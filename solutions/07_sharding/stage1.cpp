@@ -1,0 +1,53 @@
+// stage1.cpp — ex7.2: ZeRO stage 1, each rank keeps and steps the optimizer
+// state of its shard only.
+#include "sharding.hpp"
+
+#include "workbook/errors.hpp"
+
+namespace ch07 {
+
+OptimizerStateSharding::OptimizerStateSharding(torch::nn::Module& model, workbook::Communicator& comm,
+                                               const MakeOptimizer& make_optimizer, const ShardingOptions& options)
+    : group_(std::make_unique<FlatGroup>(trainable_parameters(model), comm.size(), comm.rank(), options.partition)),
+      comm_(comm) {
+  frozen_parameter_bytes_ = frozen_parameter_bytes(model);
+  // The optimizer sees one tensor: this rank's part of the flat buffer
+  // (detach: a leaf of its own that shares the buffer's memory), whose
+  // gradient is the averaged shard the reduce-scatter writes.
+  owned_ = group_->owned().detach();
+  owned_.mutable_grad() = group_->shard_gradient().narrow(0, 0, owned_.numel());
+  optimizer_ = make_optimizer({group_.get()}, {owned_});
+}
+
+void OptimizerStateSharding::zero_grad() {
+  for (const torch::Tensor& p : group_->parameters())
+    if (p.grad().defined()) p.mutable_grad().zero_();
+}
+
+void OptimizerStateSharding::step() {
+  // BEGIN SOLUTION ex7.2
+  // Every rank has the full gradient of its own batch. After the
+  // reduce-scatter, rank r holds the average over ranks of shard r only:
+  // half of an all-reduce, (N-1)/N of the buffer sent.
+  torch::Tensor gradients = group_->gather_gradients();
+  comm_.reduce_scatter(gradients, group_->shard_gradient(), workbook::ReduceOp::Average);
+  // The optimizer steps 1/N of the parameters, with 1/N of the state.
+  optimizer_->step();
+  // The other half of the all-reduce: every rank gets every updated shard.
+  // The input is copied out first: it lies inside the output buffer.
+  const torch::Tensor mine = group_->shard().clone();
+  comm_.all_gather(mine, group_->flat());
+  // END SOLUTION
+}
+
+HeldBytes OptimizerStateSharding::held() const {
+  HeldBytes held;
+  held.parameters = frozen_parameter_bytes_ + group_->flat().numel() * group_->flat().element_size();
+  for (const torch::Tensor& p : group_->parameters())
+    if (p.grad().defined()) held.gradients += p.grad().numel() * p.grad().element_size();
+  held.gradients += group_->shard_gradient().numel() * group_->shard_gradient().element_size();
+  held.optimizer_state = optimizer_state_bytes(*optimizer_);
+  return held;
+}
+
+}  // namespace ch07
