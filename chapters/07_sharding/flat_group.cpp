@@ -32,6 +32,38 @@ FlatGroup::FlatGroup(std::vector<torch::Tensor> parameters, int world_size, int 
   }
 }
 
+namespace {
+
+// Note: [freeing a layer's parameters] (sharding.hpp): the storage keeps its
+// identity, and with it every view of it; only its memory goes and comes back.
+void resize_storage(const torch::Tensor& tensor, int64_t bytes) {
+  c10::StorageImpl* storage = tensor.storage().unsafeGetStorageImpl();
+  storage->set_data_ptr_noswap(storage->allocator()->allocate(static_cast<size_t>(bytes)));
+  storage->set_nbytes(static_cast<size_t>(bytes));
+}
+
+}  // namespace
+
+void FlatGroup::keep_shard_only() {
+  kept_ = shard().clone();
+  release();
+}
+
+void FlatGroup::gather(workbook::Communicator& comm) {
+  WB_ASSERT(kept_.defined(), "gather() before keep_shard_only()");
+  if (gathered_) return;
+  resize_storage(flat_, flat_.numel() * flat_.element_size());
+  comm.all_gather(kept_, flat_);
+  gathered_ = true;
+}
+
+void FlatGroup::release() {
+  WB_ASSERT(kept_.defined(), "release() before keep_shard_only()");
+  if (!gathered_) return;
+  resize_storage(flat_, 0);
+  gathered_ = false;
+}
+
 torch::Tensor FlatGroup::shard() const { return flat_.narrow(0, partition_.shard_begin(), partition_.shard_numel); }
 
 torch::Tensor FlatGroup::owned() const { return flat_.narrow(0, partition_.shard_begin(), partition_.owned_numel()); }
@@ -109,6 +141,25 @@ HeldBytes ReplicatedOptimizer::held() const {
   return held;
 }
 
+std::vector<Layer> fashion_cnn_layers(workbook::FashionCNN& model) {
+  workbook::FashionCNN* m = &model;
+  const auto children = model.named_children();
+  auto forward_of = [](auto call) { return std::function<torch::Tensor(const torch::Tensor&)>(call); };
+  return {
+      {"conv1", m->conv1->parameters(), forward_of([m](const torch::Tensor& x) { return m->conv1(x); })},
+      {"bn1", children["bn1"]->parameters(), forward_of([m](const torch::Tensor& x) {
+         return torch::max_pool2d(torch::relu(m->normalize("bn1", x)), 2);
+       })},
+      {"conv2", m->conv2->parameters(), forward_of([m](const torch::Tensor& x) { return m->conv2(x); })},
+      {"bn2", children["bn2"]->parameters(), forward_of([m](const torch::Tensor& x) {
+         return torch::max_pool2d(torch::relu(m->normalize("bn2", x)), 2).flatten(1);
+       })},
+      {"fc1", m->fc1->parameters(), forward_of([m](const torch::Tensor& x) { return m->dropout(m->fc1(x)); })},
+      {"fc2", m->fc2->parameters(), forward_of([m](const torch::Tensor& x) { return m->fc2(x); })},
+      {"fc3", m->fc3->parameters(), forward_of([m](const torch::Tensor& x) { return m->fc3(x); })},
+  };
+}
+
 // ---- for programs and tests ---------------------------------------------------------
 
 MakeOptimizer adam(double lr) {
@@ -133,8 +184,17 @@ std::unique_ptr<Sharding> make_sharding(int stage, torch::nn::Module& model, wor
     case 0: return std::make_unique<ReplicatedOptimizer>(model, comm, make_optimizer);
     case 1: return std::make_unique<OptimizerStateSharding>(model, comm, make_optimizer, options);
     case 2: return std::make_unique<GradientSharding>(model, comm, make_optimizer, options);
+    case 3: {
+      std::vector<Layer> layers = options.layers;
+      if (layers.empty()) {
+        auto* cnn = dynamic_cast<workbook::FashionCNN*>(&model);
+        WB_CHECK(cnn, "stage 3 needs the model's layers (ShardingOptions::layers): only FashionCNN's are known");
+        layers = fashion_cnn_layers(*cnn);
+      }
+      return std::make_unique<ParameterSharding>(model, std::move(layers), comm, make_optimizer, options);
+    }
   }
-  throw workbook::UserError(fmt::format("--stage {}: the stages are 0 (DDP), 1 and 2", stage));
+  throw workbook::UserError(fmt::format("--stage {}: the stages are 0 (DDP), 1, 2 and 3", stage));
 }
 
 }  // namespace ch07

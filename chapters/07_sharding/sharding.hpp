@@ -33,12 +33,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <torch/torch.h>
 
 #include "optimizers.hpp"  // Chapter 6's reference: Lamb, LambOptions
 #include "workbook/communicator.hpp"
+#include "workbook/models.hpp"
 
 namespace ch07 {
 
@@ -109,11 +111,29 @@ class FlatGroup {
   // none, and in the padding): a new [padded_numel] tensor.
   torch::Tensor gather_gradients() const;
 
+  // Stage 3 (given). keep_shard_only() copies this rank's shard out of flat()
+  // into kept() and frees flat()'s memory; gather() allocates it again and
+  // all-gathers every rank's kept() into it; release() frees it again.
+  // Note: [freeing a layer's parameters] The parameters stay views of
+  // flat() for good; what is freed is the memory behind it (its storage
+  // shrinks to 0 bytes, as PyTorch's FSDP does). So every view of it, the
+  // ones autograd saved during forward included (Linear saves weight.t()),
+  // sees the values again once gathered. Pointing the parameters at new
+  // tensors (set_data) instead would leave autograd's saved views holding
+  // the old buffer: nothing would be freed.
+  void keep_shard_only();
+  void gather(workbook::Communicator& comm);
+  void release();
+  bool gathered() const { return gathered_; }
+  torch::Tensor& kept() { return kept_; }  // [shard_numel]: stage 3's copy of this rank's shard
+
  private:
   std::vector<torch::Tensor> parameters_;
   Partition partition_;
   torch::Tensor flat_;
   torch::Tensor shard_gradient_;
+  torch::Tensor kept_;
+  bool gathered_ = true;
 };
 
 // The trainable parameters of a model (requires_grad), in registration order.
@@ -134,8 +154,23 @@ struct HeldBytes {
 // exp_avg_sq, and max_exp_avg_sq with amsgrad; LAMB's moments).
 int64_t optimizer_state_bytes(torch::optim::Optimizer& optimizer);
 
+// A layer as stage 3 sees it: the parameters gathered around its use, and
+// how to call it. Frozen parameters may be listed: they stay whole.
+struct Layer {
+  std::string name;
+  std::vector<torch::Tensor> parameters;
+  std::function<torch::Tensor(const torch::Tensor&)> forward;
+};
+
+// FashionCNN::forward cut into its layers (given): conv1, bn1 (with ReLU and
+// pooling), conv2, bn2 (and flatten), fc1 (with dropout), fc2, fc3. Calling
+// them in order is model.forward, the same random numbers for dropout included.
+std::vector<Layer> fashion_cnn_layers(workbook::FashionCNN& model);
+
 struct ShardingOptions {
   PartitionFn partition = partition_parameters;
+  // Stage 3's layers; none: the model must be a FashionCNN (fashion_cnn_layers).
+  std::vector<Layer> layers;
   // Chapter 4's bucket limits: stage 2's groups.
   int64_t first_bucket_bytes = int64_t{1} << 20;
   int64_t bucket_cap_bytes = int64_t{25} << 20;
@@ -160,6 +195,19 @@ class Sharding {
   virtual HeldBytes held() const = 0;
   virtual torch::optim::Optimizer& optimizer() = 0;
   virtual std::vector<FlatGroup*> groups() { return {}; }
+  // The model's forward. Stage 3: layer by layer, each gathered around its use.
+  virtual torch::Tensor forward(workbook::Classifier& model, const torch::Tensor& images) {
+    return model.forward(images);
+  }
+  // Stage 3 keeps only shards between steps: gather_full() brings every
+  // parameter back (to evaluate, save or hash the model) until release_full().
+  // Collective. The other stages hold every parameter: nothing to do.
+  virtual void gather_full() {}
+  virtual void release_full() {}
+  // What the parameters took at most while training, so far (stage 3:
+  // shards plus the layers gathered at the time, gather_full() not
+  // counted); the other stages: held().parameters.
+  virtual int64_t peak_parameter_bytes() const { return held().parameters; }
 
  protected:
   int64_t frozen_parameter_bytes_ = 0;  // parameters no group holds: every rank keeps them whole
@@ -265,6 +313,66 @@ class GradientSharding : public Sharding {
   int64_t peak_gradient_bytes_ = 0;
 };
 
+// ---- ex7.5: stage 3, the parameters sharded too (FSDP) ------------------------------
+
+// Note: [a stage-3 step] Between steps a rank keeps only its shard of each
+// layer (kept()). In forward, each layer is gathered just before it runs and
+// released right after; a hook on its output gathers it again when backward
+// reaches it (the hook fires before the layer's own backward). Each layer's
+// gradients are reduce-scattered once all have arrived (from the last layer
+// to the first, on every rank), and the layer is released when backward
+// moves on. The optimizer steps kept(); nothing is all-gathered after the
+// step: the next forward does it. Per step a rank sends 1.5 times what DDP
+// sends: two all-gathers and a reduce-scatter, where DDP's ring is one of each.
+class ParameterSharding : public Sharding {
+ public:
+  ParameterSharding(torch::nn::Module& model, std::vector<Layer> layers, workbook::Communicator& comm,
+                    const MakeOptimizer& make_optimizer, const ShardingOptions& options = {});
+  ~ParameterSharding() override;
+  // ex7.5: for each layer in order: gather it, call it, release it, and (when
+  // the output needs a gradient) hook its output: gather it again for backward.
+  torch::Tensor forward(workbook::Classifier& model, const torch::Tensor& images) override;
+  // ex7.5: as stage 2's, with layers for buckets: copy the gradient into the
+  // layer's buffer; reduce the complete layers, from the last one down.
+  void gradient_ready(size_t layer, size_t index, const torch::Tensor& gradient);
+  // ex7.5: reduce the layers left, release them, step the optimizer.
+  void step() override;
+  void zero_grad() override;
+  HeldBytes held() const override;
+  torch::optim::Optimizer& optimizer() override { return *optimizer_; }
+  std::vector<FlatGroup*> groups() override;
+  void gather_full() override;
+  void release_full() override;
+  int64_t peak_parameter_bytes() const override { return peak_parameter_bytes_; }
+
+ private:
+  // Given. gather(l)/release(l): layer l's parameters (a layer without
+  // trainable parameters: nothing), counted for peak_parameter_bytes.
+  // reduce_layer(l): reduce-scatters its buffer (zeros where nothing came)
+  // into shard_gradient(), frees the buffer, and marks the layer to be
+  // released by release_reduced() (its last gradient is still being
+  // accumulated into .grad when the hook returns), then moves on to the
+  // layer before it.
+  void gather(size_t l);
+  void release(size_t l);
+  void reduce_layer(size_t l);
+  void release_reduced();
+  void start_next_step();
+  int64_t gathered_parameter_bytes() const;
+
+  std::vector<Layer> layers_;
+  std::vector<std::unique_ptr<FlatGroup>> groups_;  // layer -> its trainable parameters (null: none)
+  workbook::Communicator& comm_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::vector<torch::Tensor> owned_;
+  std::vector<torch::Tensor> buffers_;              // layer -> its gradients, while they arrive
+  std::vector<size_t> missing_;                     // layer -> gradients still to arrive this step
+  int64_t next_to_reduce_ = -1;                     // the last layer first; -1: all reduced
+  std::vector<size_t> to_release_;
+  std::vector<std::pair<torch::Tensor, unsigned>> hooks_;
+  int64_t peak_parameter_bytes_ = 0;
+};
+
 // ---- ex7.4: norms of tensors that are split across ranks ---------------------------
 
 // ex7.4: ‖·‖² of every parameter of a group, over all ranks: `owned` is this
@@ -300,7 +408,7 @@ std::unique_ptr<torch::optim::Optimizer> make_sharded_lamb(const std::vector<Fla
 MakeOptimizer adam(double lr);
 MakeOptimizer lamb(torch::nn::Module& model, workbook::Communicator& comm, double lr);
 
-// The stage: 0 (DDP), 1 or 2.
+// The stage: 0 (DDP), 1, 2 or 3.
 std::unique_ptr<Sharding> make_sharding(int stage, torch::nn::Module& model, workbook::Communicator& comm,
                                         const MakeOptimizer& make_optimizer, const ShardingOptions& options = {});
 

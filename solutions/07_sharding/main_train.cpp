@@ -1,7 +1,7 @@
 // main_train.cpp — ch07_train: FashionCNN trained by sharded data parallel,
-// ZeRO stage 0 (Chapter 3's DDP), 1 or 2, one process per rank.
+// ZeRO stage 0 (Chapter 3's DDP), 1, 2 or 3, one process per rank.
 //
-//   mpirun -n 2 ch07_train [--stage 0|1|2] [--optimizer adam|lamb] [--epochs 1] [--batch 100]
+//   mpirun -n 2 ch07_train [--stage 0|1|2|3] [--optimizer adam|lamb] [--epochs 1] [--batch 100]
 //                          [--lr 1e-3] [--threads N] [--train-samples N] [--data DIR] [--json FILE]
 //                          [--comm-timeout S] [--check-collectives]
 //   workbook run ch07 --ranks 2 [--solution] -- ARGS
@@ -10,8 +10,9 @@
 // the evaluation are Chapter 3's reference; only the step differs. Besides
 // the standard result, the result line's details say what one rank holds,
 // counted from the tensors after the last step: parameter_bytes,
-// gradient_bytes, optimizer_state_bytes; and what each rank sent per step,
-// as a ring would (elements_sent_per_step).
+// gradient_bytes, optimizer_state_bytes, and peak_parameter_bytes (stage 3:
+// the shards plus the layers gathered at the time); and what each rank sent
+// per step, as a ring would (elements_sent_per_step).
 #include <fmt/format.h>
 
 #include "ddp.hpp"
@@ -31,8 +32,9 @@ constexpr int64_t kEvalBatch = 1000;
 int train(workbook::Program& program) {
   int stage = 1;
   std::string optimizer_name = "adam";
-  program.cli().add_option("--stage", stage, "0: DDP (Chapter 3), 1: optimizer state sharded, 2: gradients too")
-      ->check(CLI::IsMember({0, 1, 2}))
+  program.cli().add_option("--stage", stage,
+                           "0: DDP (Chapter 3), 1: optimizer state sharded, 2: gradients too, 3: parameters too")
+      ->check(CLI::IsMember({0, 1, 2, 3}))
       ->capture_default_str();
   program.cli().add_option("--optimizer", optimizer_name, "adam (LibTorch's) or lamb (Chapter 6's)")
       ->check(CLI::IsMember({"adam", "lamb"}))
@@ -71,21 +73,26 @@ int train(workbook::Program& program) {
       const ch03::Batch batch = ch03::gather_batch(data.train.images, data.train.labels, indices, first,
                                                    std::min(local_batch, sampler.num_samples() - first));
       sharding->zero_grad();
-      torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(batch.images), batch.labels);
+      torch::Tensor loss =
+          torch::nn::functional::cross_entropy(sharding->forward(*model, batch.images), batch.labels);
       const int64_t sent_before = ch07::ring_elements_sent(comm.stats(), comm.size());
-      loss.backward();  // stage 2: buckets are reduce-scattered from here
+      loss.backward();  // stages 2 and 3: reduce-scatters from the hooks, in here
       sharding->step();
       elements_sent += ch07::ring_elements_sent(comm.stats(), comm.size()) - sent_before;
       ++steps;
       meter.after_step(loss.detach(), batch.labels.size(0));
     }
     const workbook::EpochTotals totals = meter.end_epoch();
+    sharding->gather_full();  // stage 3 keeps shards only: the whole model, to evaluate it
     ch03::broadcast_model(*model, comm, 0);  // BatchNorm's running statistics: rank 0's
     eval = ch03::evaluate_distributed(*model, data.test.images, data.test.labels, kEvalBatch, comm);
+    sharding->release_full();
     meter.report(totals, eval.mean_loss, eval.accuracy());
   }
 
   const ch07::HeldBytes held = sharding->held();
+  const int64_t peak_parameter_bytes = sharding->peak_parameter_bytes();
+  sharding->gather_full();
   workbook::RunResult result = meter.result(fmt::format("ZeRO stage {}, {}", stage, optimizer_name));
   result.train_samples = data.train.size();
   result.evaluated(eval.accuracy(), eval.mean_loss, eval.correct, eval.total);
@@ -95,10 +102,11 @@ int train(workbook::Program& program) {
                     {"parameter_bytes", held.parameters},
                     {"gradient_bytes", held.gradients},
                     {"optimizer_state_bytes", held.optimizer_state},
+                    {"peak_parameter_bytes", peak_parameter_bytes},
                     {"elements_sent_per_step", steps > 0 ? elements_sent / steps : 0}};
-  program.say("held by rank 0 after the last step: parameters {}, gradients {}, optimizer state {}",
-              workbook::format_bytes(held.parameters), workbook::format_bytes(held.gradients),
-              workbook::format_bytes(held.optimizer_state));
+  program.say("held by rank 0 after the last step: parameters {} (at most {}), gradients {}, optimizer state {}",
+              workbook::format_bytes(held.parameters), workbook::format_bytes(peak_parameter_bytes),
+              workbook::format_bytes(held.gradients), workbook::format_bytes(held.optimizer_state));
   program.finish(result);
   return 0;
 }
@@ -107,5 +115,5 @@ int train(workbook::Program& program) {
 
 int main(int argc, char** argv) {
   return workbook::program_main(
-      argc, argv, {"ch07_train", "Chapter 7: train FashionCNN with sharded data parallel (ZeRO stages 0-2)"}, train);
+      argc, argv, {"ch07_train", "Chapter 7: train FashionCNN with sharded data parallel (ZeRO stages 0-3)"}, train);
 }

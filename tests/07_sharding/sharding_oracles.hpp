@@ -48,15 +48,22 @@ inline ch07::Partition partition(const std::vector<int64_t>& sizes, int world_si
 // the order is unused, fc1.weight, fc1.bias (frozen), fc2.weight, fc2.bias.
 // Trainable: 9408 + 6 + 120 + 10 = 9544 elements: 2 ranks split fc1.weight
 // (shards of 4772: fc1.weight's element 4766, in its row 6); 3 ranks do not divide it (9546 padded, shards of 3182).
-struct ToyNet : torch::nn::Module {
+struct ToyNet : workbook::Classifier {
   ToyNet() {
     fc1 = register_module("fc1", torch::nn::Linear(784, 12));
     unused = register_parameter("unused", torch::randn({6}));
     fc2 = register_module("fc2", torch::nn::Linear(12, 10));
     fc1->bias.set_requires_grad(false);
   }
-  torch::Tensor forward(const torch::Tensor& images) {
+  torch::Tensor forward(torch::Tensor images) override {
     return fc2->forward(torch::relu(fc1->forward(images.reshape({images.size(0), -1}))));
+  }
+  std::shared_ptr<workbook::Classifier> fresh() const override { return std::make_shared<ToyNet>(); }
+  // Stage 3's view of it: two layers; `unused` in the first.
+  std::vector<ch07::Layer> layers() {
+    return {{"fc1", {fc1->weight, fc1->bias, unused},
+             [this](const torch::Tensor& x) { return torch::relu(fc1->forward(x.reshape({x.size(0), -1}))); }},
+            {"fc2", fc2->parameters(), [this](const torch::Tensor& x) { return fc2->forward(x); }}};
   }
   torch::nn::Linear fc1{nullptr}, fc2{nullptr};
   torch::Tensor unused;
@@ -87,7 +94,7 @@ inline void train(ToyNet& model, ch07::Sharding& sharding, const Batches& batche
     const int64_t local = batches.images[s].size(0) / comm.size();
     sharding.zero_grad();
     torch::Tensor loss = torch::nn::functional::cross_entropy(
-        model.forward(batches.images[s].narrow(0, comm.rank() * local, local)),
+        sharding.forward(model, batches.images[s].narrow(0, comm.rank() * local, local)),
         batches.labels[s].narrow(0, comm.rank() * local, local));
     loss.backward();
     sharding.step();

@@ -1,0 +1,35 @@
+// The stages with Chapter 6's LAMB: ex7.2, ex7.3 and ex7.5's steps with
+// ex7.4's norms (no exercise tag: it needs all four).
+#include <catch2/catch.hpp>
+
+#include "mpi_test.hpp"
+#include "sharding.hpp"
+#include "sharding_oracles.hpp"
+
+// Within 1e-6 of DDP with Chapter 6's LAMB: Note [LAMB under sharding is not
+// bit-identical] in test_ex7_4_norms.cpp.
+TEST_CASE("stages 1, 2 and 3 with LAMB train the model Chapter 6's LAMB trains under DDP (needs ex7.2 to ex7.5)",
+          "[np3]") {
+  auto comm = mpi_test::communicator();
+  const auto batches = sharding_oracle::global_batches(4, 4 * comm->size());
+  auto ddp_model = sharding_oracle::toy_model();
+  ch07::ReplicatedOptimizer ddp(*ddp_model, *comm, ch07::lamb(*ddp_model, *comm, 1e-2));
+  sharding_oracle::train(*ddp_model, ddp, batches, *comm);
+  ch07::ShardingOptions small_buckets;
+  small_buckets.first_bucket_bytes = 100;
+  small_buckets.bucket_cap_bytes = 1000;
+  for (int stage : {1, 2, 3}) {
+    auto model = sharding_oracle::toy_model();
+    small_buckets.layers = model->layers();
+    auto sharding = ch07::make_sharding(stage, *model, *comm, ch07::lamb(*model, *comm, 1e-2), small_buckets);
+    sharding_oracle::train(*model, *sharding, batches, *comm);
+    sharding->gather_full();
+    torch::Tensor difference = torch::full(
+        {1}, sharding_oracle::max_difference(sharding_oracle::weights(*model), sharding_oracle::weights(*ddp_model)),
+        torch::kFloat64);
+    comm->all_reduce(difference, workbook::ReduceOp::Sum);
+    INFO("stage " << stage << ", " << comm->size() << " ranks: largest difference from DDP with LAMB "
+                  << difference.item<double>() << " (required: below 1e-6)");
+    REQUIRE(mpi_test::all_ranks(difference.item<double>() < 1e-6));
+  }
+}
