@@ -45,7 +45,10 @@ void resize_storage(const torch::Tensor& tensor, int64_t bytes) {
 }  // namespace
 
 void FlatGroup::keep_shard_only() {
-  kept_ = shard().clone();
+  if (kept_.defined())
+    kept_.copy_(shard());  // in place: the optimizer holds a view of it
+  else
+    kept_ = shard().clone();
   release();
 }
 
@@ -168,12 +171,19 @@ MakeOptimizer adam(double lr) {
   };
 }
 
-MakeOptimizer lamb(torch::nn::Module& model, workbook::Communicator& comm, double lr) {
-  return [&model, &comm, lr](const std::vector<FlatGroup*>& groups,
-                             std::vector<torch::Tensor> tensors) -> std::unique_ptr<torch::optim::Optimizer> {
-    if (groups.empty())  // stage 0: the whole model, as Chapter 6 trains it
-      return std::make_unique<ch06::Lamb>(ch06::layer_adaptation_groups(model, ch06::LambOptions(lr)),
-                                          ch06::LambOptions(lr));
+MakeOptimizer lamb(workbook::Communicator& comm, double lr) {
+  return [&comm, lr](const std::vector<FlatGroup*>& groups,
+                     std::vector<torch::Tensor> tensors) -> std::unique_ptr<torch::optim::Optimizer> {
+    if (groups.empty()) {  // stage 0: whole tensors, grouped as Chapter 6's layer_adaptation_groups does
+      std::vector<torch::Tensor> adapted, excluded;
+      for (const torch::Tensor& p : tensors) (p.dim() > 1 ? adapted : excluded).push_back(p);
+      ch06::LambOptions excluded_options(lr);
+      excluded_options.weight_decay(0.0).adapt(false);
+      std::vector<torch::optim::OptimizerParamGroup> param_groups;
+      if (!adapted.empty()) param_groups.emplace_back(adapted, std::make_unique<ch06::LambOptions>(lr));
+      if (!excluded.empty()) param_groups.emplace_back(excluded, std::make_unique<ch06::LambOptions>(excluded_options));
+      return std::make_unique<ch06::Lamb>(std::move(param_groups), ch06::LambOptions(lr));
+    }
     return make_sharded_lamb(groups, std::move(tensors), comm, ch06::LambOptions(lr));
   };
 }

@@ -3,7 +3,7 @@
 //
 //   mpirun -n 2 ch07_train [--stage 0|1|2|3] [--optimizer adam|lamb] [--epochs 1] [--batch 100]
 //                          [--lr 1e-3] [--threads N] [--train-samples N] [--data DIR] [--json FILE]
-//                          [--comm-timeout S] [--check-collectives]
+//                          [--checkpoint FILE [--resume]] [--comm-timeout S] [--check-collectives]
 //   workbook run ch07 --ranks 2 [--solution] -- ARGS
 //
 // --batch is the global batch. The sampler, the batches, the broadcast and
@@ -12,7 +12,10 @@
 // counted from the tensors after the last step: parameter_bytes,
 // gradient_bytes, optimizer_state_bytes, and peak_parameter_bytes (stage 3:
 // the shards plus the layers gathered at the time); and what each rank sent
-// per step, as a ring would (elements_sent_per_step).
+// per step, as a ring would (elements_sent_per_step). With --checkpoint,
+// the model and the consolidated optimizer state are saved after every epoch
+// (Note [a checkpoint of shards is a checkpoint of DDP]): --resume continues
+// from it at any stage and any number of ranks.
 #include <fmt/format.h>
 
 #include "ddp.hpp"
@@ -39,8 +42,13 @@ int train(workbook::Program& program) {
   program.cli().add_option("--optimizer", optimizer_name, "adam (LibTorch's) or lamb (Chapter 6's)")
       ->check(CLI::IsMember({"adam", "lamb"}))
       ->capture_default_str();
+  std::optional<std::filesystem::path> checkpoint;
+  bool resume = false;
+  program.cli().add_option("--checkpoint", checkpoint, "save model and optimizer here after every epoch (consolidated)");
+  program.cli().add_flag("--resume", resume, "continue from --checkpoint when it exists (any stage, any ranks)");
   const workbook::TrainFlags& flags = program.parse();
   const int64_t local_batch = program.local_batch(flags.batch);
+  WB_CHECK(!resume || checkpoint, "--resume needs --checkpoint FILE");
 
   workbook::Communicator& comm = program.connect();
   const workbook::FashionMnist data = program.load_data();
@@ -49,20 +57,27 @@ int train(workbook::Program& program) {
   model->to(comm.device());
   ch03::broadcast_model(*model, comm, 0);
   const ch07::MakeOptimizer make_optimizer =
-      optimizer_name == "adam" ? ch07::adam(flags.lr) : ch07::lamb(*model, comm, flags.lr);
+      optimizer_name == "adam" ? ch07::adam(flags.lr) : ch07::lamb(comm, flags.lr);
   const std::unique_ptr<ch07::Sharding> sharding = ch07::make_sharding(stage, *model, comm, make_optimizer);
+  int64_t epochs_done = 0;
+  if (resume && std::filesystem::exists(*checkpoint)) {
+    epochs_done = ch07::load_checkpoint(*checkpoint, *model, *sharding, make_optimizer, comm);
+    WB_CHECK(epochs_done <= flags.epochs, "{} holds {} epochs, more than --epochs {}", checkpoint->string(),
+             epochs_done, flags.epochs);
+  }
 
   ch03::DistributedSampler sampler(data.train.size(), program.ranks(), comm.rank(), /*shuffle=*/true, flags.seed);
   const int64_t steps_per_epoch = (sampler.num_samples() + local_batch - 1) / local_batch;
   program.say("ch07_train: FashionCNN, {} rank(s) ({}), ZeRO stage {}, {} lr {}, global batch {} = {} x {}, "
-              "{} train / {} test samples, device {}, {} thread(s) per rank",
+              "{} train / {} test samples, device {}, {} thread(s) per rank{}",
               program.ranks(), program.env().launcher, stage, optimizer_name, flags.lr, flags.batch,
-              program.ranks(), local_batch, data.train.size(), data.test.size(), comm.device().str(), flags.threads);
+              program.ranks(), local_batch, data.train.size(), data.test.size(), comm.device().str(), flags.threads,
+              epochs_done > 0 ? fmt::format(", resumed after epoch {}", epochs_done) : "");
 
   workbook::EpochMeter meter(program, kWarmupSteps);
   ch03::EvalResult eval;
   int64_t steps = 0, elements_sent = 0;
-  for (int64_t epoch = 1; epoch <= flags.epochs; ++epoch) {
+  for (int64_t epoch = epochs_done + 1; epoch <= flags.epochs; ++epoch) {
     sampler.set_epoch(epoch);
     torch::manual_seed(workbook::dropout_seed(flags.seed, epoch, comm.rank()));
     const torch::Tensor indices = sampler.indices();
@@ -87,7 +102,14 @@ int train(workbook::Program& program) {
     ch03::broadcast_model(*model, comm, 0);  // BatchNorm's running statistics: rank 0's
     eval = ch03::evaluate_distributed(*model, data.test.images, data.test.labels, kEvalBatch, comm);
     sharding->release_full();
+    if (checkpoint) ch07::save_checkpoint(*checkpoint, *model, *sharding, make_optimizer, epoch, comm);
     meter.report(totals, eval.mean_loss, eval.accuracy());
+  }
+  if (meter.epochs_trained() == 0) {  // resumed from a finished run: report what the checkpoint holds
+    sharding->gather_full();
+    ch03::broadcast_model(*model, comm, 0);
+    eval = ch03::evaluate_distributed(*model, data.test.images, data.test.labels, kEvalBatch, comm);
+    sharding->release_full();
   }
 
   const ch07::HeldBytes held = sharding->held();

@@ -31,6 +31,7 @@
 // (Chapter 4): the same bytes as DDP, for 1/N of the optimizer's memory and time.
 #pragma once
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -406,11 +407,30 @@ std::unique_ptr<torch::optim::Optimizer> make_sharded_lamb(const std::vector<Fla
 // stage hands it) and LAMB (Chapter 6's on the whole model at stage 0; on
 // shards, make_sharded_lamb, at stages 1 and 2).
 MakeOptimizer adam(double lr);
-MakeOptimizer lamb(torch::nn::Module& model, workbook::Communicator& comm, double lr);
+MakeOptimizer lamb(workbook::Communicator& comm, double lr);
 
 // The stage: 0 (DDP), 1, 2 or 3.
 std::unique_ptr<Sharding> make_sharding(int stage, torch::nn::Module& model, workbook::Communicator& comm,
                                         const MakeOptimizer& make_optimizer, const ShardingOptions& options = {});
+
+// ---- checkpoints (given) ------------------------------------------------------------
+
+// Note: [a checkpoint of shards is a checkpoint of DDP] save_checkpoint
+// consolidates: it all-gathers each group's optimizer state and writes,
+// through Chapter 3's save_checkpoint (rank 0, atomically), the model and
+// the optimizer state stage 0 would have, per parameter. So the file does
+// not depend on the stage or the world size: load_checkpoint cuts it into
+// the shards of whatever stage and world size reads it (resharding), and
+// ch03_train reads an Adam one. The price is a full copy of the optimizer
+// state on every rank while saving, as PyTorch's
+// ZeroRedundancyOptimizer.consolidate_state_dict needs one on its root.
+// `make_optimizer` must be the one the Sharding was built with.
+void save_checkpoint(const std::filesystem::path& path, workbook::Classifier& model, Sharding& sharding,
+                     const MakeOptimizer& make_optimizer, int64_t epochs_done, workbook::Communicator& comm);
+// Returns the epochs done. Collective (stage 3 gathers its layers). A file
+// that is missing, unreadable, or written with another optimizer: a UserError.
+int64_t load_checkpoint(const std::filesystem::path& path, workbook::Classifier& model, Sharding& sharding,
+                        const MakeOptimizer& make_optimizer, workbook::Communicator& comm);
 
 // The elements each rank sends, had every collective been a ring
 // (Chapter 4): all-reduce 2(N-1)/N per element, reduce-scatter and

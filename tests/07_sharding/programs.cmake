@@ -23,3 +23,25 @@ if(TARGET ch07_train_solution)
   workbook_expect_failure_within(ch07_train_dead_rank "solution;ch07;mpi" 60 "rank 0 of 2: stopped by a signal while in"
     ${mpi2} sh ${CMAKE_SOURCE_DIR}/tests/support/kill_rank_after.sh 1 6 ${ch07} --stage 2 --epochs 5 --threads 1)
 endif()
+
+if(TARGET ch07_train_solution)
+  # Checkpoints: interrupted after one epoch and resumed, stage 3 ends with the
+  # weights of a run never interrupted (stage 1: a test case in test_checkpoints.cpp).
+  add_test(NAME ch07_train_resume_bit_identical
+           COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/support/check_resume.py ${CMAKE_BINARY_DIR}/ch07-resume-test
+                   ${mpi2} ${ch07} -- --stage 3 --train-samples 600 --threads 1)
+  set_tests_properties(ch07_train_resume_bit_identical PROPERTIES LABELS "solution;ch07;mpi" TIMEOUT 300
+                       ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+  # Resharding: a checkpoint of stage 1 on 2 ranks goes on at stage 3 on 3 ranks.
+  string(REPLACE ";" " " mpi3_words "${mpi3}")
+  add_test(NAME ch07_train_reshard_2_to_3
+           COMMAND sh -c "rm -f ${CMAKE_BINARY_DIR}/ch07-reshard.pt && $0 \"$@\" --stage 1 --epochs 1 > /dev/null && ${mpi3_words} ${ch07} --train-samples 600 --threads 1 --checkpoint ${CMAKE_BINARY_DIR}/ch07-reshard.pt --resume --stage 3 --epochs 2 --batch 99 | grep 'resumed after epoch 1'"
+                   ${mpi2} ${ch07} --train-samples 600 --threads 1 --checkpoint ${CMAKE_BINARY_DIR}/ch07-reshard.pt)
+  set_tests_properties(ch07_train_reshard_2_to_3 PROPERTIES LABELS "solution;ch07;mpi" TIMEOUT 300
+                       ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+  workbook_expect_error(ch07_train_resume_without_checkpoint "solution;ch07;mpi" 2 "--resume needs --checkpoint"
+                        ${mpi2} ${ch07} --resume)
+  workbook_expect_error(ch07_train_corrupt_checkpoint "solution;ch07;mpi" 2
+                        "checkpoint .*train-images-idx3-ubyte is unreadable"
+                        ${mpi2} ${ch07} --checkpoint ${bad_data_dir}/train-images-idx3-ubyte --resume)
+endif()

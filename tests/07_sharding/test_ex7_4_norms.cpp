@@ -82,7 +82,7 @@ TEST_CASE("ex7.4 LAMB on shards trains the model Chapter 6's LAMB trains under D
   auto comm = mpi_test::communicator();
   const auto batches = sharding_oracle::global_batches(4, 4 * comm->size());
   auto ddp_model = lopsided_model();
-  ch07::ReplicatedOptimizer ddp(*ddp_model, *comm, ch07::lamb(*ddp_model, *comm, 1e-2));
+  ch07::ReplicatedOptimizer ddp(*ddp_model, *comm, ch07::lamb(*comm, 1e-2));
   sharding_oracle::train(*ddp_model, ddp, batches, *comm);
   // Stage 1, written out here (not ex7.2's): the test is about ex7.4.
   auto model = lopsided_model();

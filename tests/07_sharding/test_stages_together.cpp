@@ -13,7 +13,7 @@ TEST_CASE("stages 1, 2 and 3 with LAMB train the model Chapter 6's LAMB trains u
   auto comm = mpi_test::communicator();
   const auto batches = sharding_oracle::global_batches(4, 4 * comm->size());
   auto ddp_model = sharding_oracle::toy_model();
-  ch07::ReplicatedOptimizer ddp(*ddp_model, *comm, ch07::lamb(*ddp_model, *comm, 1e-2));
+  ch07::ReplicatedOptimizer ddp(*ddp_model, *comm, ch07::lamb(*comm, 1e-2));
   sharding_oracle::train(*ddp_model, ddp, batches, *comm);
   ch07::ShardingOptions small_buckets;
   small_buckets.first_bucket_bytes = 100;
@@ -21,7 +21,7 @@ TEST_CASE("stages 1, 2 and 3 with LAMB train the model Chapter 6's LAMB trains u
   for (int stage : {1, 2, 3}) {
     auto model = sharding_oracle::toy_model();
     small_buckets.layers = model->layers();
-    auto sharding = ch07::make_sharding(stage, *model, *comm, ch07::lamb(*model, *comm, 1e-2), small_buckets);
+    auto sharding = ch07::make_sharding(stage, *model, *comm, ch07::lamb(*comm, 1e-2), small_buckets);
     sharding_oracle::train(*model, *sharding, batches, *comm);
     sharding->gather_full();
     torch::Tensor difference = torch::full(
