@@ -7,6 +7,7 @@
 //   busbw.png     all-reduce bus bandwidth against the message size: the rings and the library
 //   accuracy.png  test accuracy per epoch of the large-batch configurations (ch06), ch03 beside them
 //   loss.png      training loss per epoch of every configuration
+//   memory.png    bytes per rank by ZeRO stage (ch07's bench), a line per rank count
 //
 // Each plot's data (NAME.dat) and script (NAME.gp) are left beside it in DIR:
 // `gnuplot DIR/NAME.gp` draws it again after an edit.
@@ -243,6 +244,40 @@ Plot epoch_plot(const std::vector<Line>& lines, bool several_files, const std::s
   return plot;
 }
 
+// ch07's bench rows: what one rank holds (parameters + gradients + optimizer
+// state, counted from the tensors after a step) at each stage, a line per
+// rank count and implementation.
+Plot memory_plot(const std::vector<Line>& lines, bool several_files) {
+  Plot plot{"memory", "Bytes per rank by ZeRO stage: parameters + gradients + optimizer state (FashionCNN, Adam)",
+            "stage (0 = DDP, 1 = optimizer state sharded, 2 = gradients too, 3 = parameters too)",
+            "MiB held by the rank holding the most", {}, "", {}};
+  std::map<std::string, Series> by_key;
+  for (const Line& line : lines) {
+    const nlohmann::json& v = line.value;
+    if (v.value("type", "") != "bench_row" || v.value("chapter", "") != "ch07" || !v.contains("stage") ||
+        !v.contains("held_mib"))
+      continue;
+    auto number = [&](const char* key) {
+      const nlohmann::json& x = v[key];
+      return x.is_string() ? std::stod(x.get<std::string>()) : x.get<double>();
+    };
+    const std::string title = fmt::format("{} rank(s), {}{}", v["ranks"].is_string() ? v["ranks"].get<std::string>()
+                                                                                      : v["ranks"].dump(),
+                                          v.value("impl", "?"), from(line, several_files));
+    const double total = number("held_mib");
+    Series& held = by_key[title + " held"];
+    held.title = title + ": held after a step";
+    held.style = "linespoints linewidth 2 pointsize 1.4";
+    held.points.push_back({number("stage"), total});
+  }
+  for (auto& [key, series] : by_key) {
+    std::sort(series.points.begin(), series.points.end());
+    plot.series.push_back(series);
+  }
+  plot.settings = {"set xrange [-0.3:3.3]", "set xtics 1", "set yrange [0:*]", "set key top right box opaque"};
+  return plot;
+}
+
 // Writes NAME.dat and NAME.gp into `out` and runs gnuplot; returns the PNG's path.
 fs::path draw(const Plot& plot, const fs::path& out, const std::string& subtitle) {
   const fs::path data = out / (plot.name + ".dat"), script = out / (plot.name + ".gp"),
@@ -344,12 +379,14 @@ int cmd_report(const std::vector<std::string>& files_given, const std::optional<
       epoch_plot(lines, several, "loss", "Training loss per epoch, every configuration",
                  "training loss (cross-entropy, mean over the epoch)", "train_loss",
                  [](const std::string&) { return true; }),
+      memory_plot(lines, several),
   };
   const std::map<std::string, std::string> needs = {
       {"speedup", "tour rows, or `workbook bench` scaling lines"},
       {"busbw", "bench_bandwidth lines (the tour's ch04 row, or `workbook bench ch04 --json FILE`)"},
       {"accuracy", "tour_epoch lines of ch06 (the tour)"},
-      {"loss", "tour_epoch lines (the tour)"}};
+      {"loss", "tour_epoch lines (the tour)"},
+      {"memory", "ch07 bench rows (`workbook bench ch07 --json FILE`)"}};
   int drawn = 0;
   for (const Plot& plot : plots) {
     if (plot.series.empty()) {
@@ -365,7 +402,7 @@ int cmd_report(const std::vector<std::string>& files_given, const std::optional<
     fmt::print("{:<13} {} series: {}\n", plot.name + ".png", plot.series.size(), png.string());
     ++drawn;
   }
-  WB_CHECK(drawn > 0, "nothing to plot in {}: no tour, tour_epoch, bench or bench_bandwidth lines",
+  WB_CHECK(drawn > 0, "nothing to plot in {}: no tour, tour_epoch, bench, bench_bandwidth or bench_row lines",
            fmt::join(files.begin(), files.end(), ", "));
   return 0;
 }
