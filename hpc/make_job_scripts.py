@@ -28,6 +28,8 @@ JOBS = {
              "ch05_train", "--norm both --epochs 3", "--norm sync --epochs 1", 30),
     "ch06": ("Chapter 6, large batches: the reduced sweep of batch sizes and optimizers",
              "ch06_train", "--sweep", "--sweep --full", 60),
+    "ch07": ("Chapter 7, sharded data parallel: ZeRO stage 3 on the whole training set",
+             "ch07_train", "--stage 3 --epochs 3", "--stage 1 --epochs 1", 30),
 }
 RANKS_PER_NODE = 2  # on GPU nodes: the GPUs per node
 NODE_COUNTS = (1, 2)
