@@ -65,6 +65,10 @@ void consolidate(Sharding& sharding, States& full, workbook::Communicator& comm)
 
 // The reverse: each group's owned state, from the parameters' states.
 // `full_parameters[i]` holds the state of the model's trainable parameter i.
+// Decided from the whole group (the same file on every rank), so that every
+// rank installs a state for every group, or none does: a rank whose shard
+// is all padding gets an empty one, and consolidate() finds the same groups
+// stepped on every rank.
 void distribute(const States& full, Sharding& sharding, torch::nn::Module& model,
                 const std::vector<torch::Tensor>& full_parameters) {
   std::map<const void*, size_t> index_in_model;
@@ -73,26 +77,30 @@ void distribute(const States& full, Sharding& sharding, torch::nn::Module& model
   auto& owned = sharding.optimizer().param_groups()[0].params();
   for (size_t g = 0; g < groups.size(); ++g) {
     const Partition& partition = groups[g]->partition();
-    std::unique_ptr<torch::optim::OptimizerParamState> state;
-    std::vector<std::vector<torch::Tensor>> pieces;
-    int64_t step = -1;
-    for (const ShardPiece& piece : partition.pieces) {
-      const torch::Tensor& p = groups[g]->parameters()[piece.parameter];
+    std::vector<torch::optim::OptimizerParamState*> of_parameter;  // null: no state in the file
+    torch::optim::OptimizerParamState* any = nullptr;
+    for (const torch::Tensor& p : groups[g]->parameters()) {
       auto found = full.find(key_of(full_parameters[index_in_model.at(p.unsafeGetTensorImpl())]));
-      if (found == full.end()) continue;  // not stepped yet
-      torch::optim::OptimizerParamState& from = *found->second;
-      WB_CHECK(step < 0 || step == step_of(from), "the checkpoint's parameters were stepped different numbers of times "
-               "({} and {}): this stage keeps one count per group", step, step_of(from));
-      step = step_of(from);
-      if (!state) state = from.clone();
-      std::vector<torch::Tensor*> tensors = state_tensors(from);
-      pieces.resize(tensors.size());
-      for (size_t t = 0; t < tensors.size(); ++t)
-        pieces[t].push_back(tensors[t]->reshape({-1}).narrow(0, piece.parameter_offset, piece.count));
+      of_parameter.push_back(found == full.end() ? nullptr : found->second.get());
+      if (found != full.end()) {
+        WB_CHECK(!any || step_of(*any) == step_of(*found->second),
+                 "the checkpoint's parameters were stepped different numbers of times ({} and {}): a sharded "
+                 "optimizer keeps one count per group", step_of(*any), step_of(*found->second));
+        any = found->second.get();
+      }
     }
-    if (!state) continue;
+    if (!any) continue;  // never stepped
+    std::unique_ptr<torch::optim::OptimizerParamState> state = any->clone();
     std::vector<torch::Tensor*> tensors = state_tensors(*state);
-    for (size_t t = 0; t < tensors.size(); ++t) *tensors[t] = torch::cat(pieces[t]).to(owned[g].device());
+    for (size_t t = 0; t < tensors.size(); ++t) {
+      std::vector<torch::Tensor> pieces = {torch::zeros({0}, tensors[t]->options())};
+      for (const ShardPiece& piece : partition.pieces) {
+        torch::optim::OptimizerParamState* from = of_parameter[piece.parameter];
+        pieces.push_back(from ? state_tensors(*from)[t]->reshape({-1}).narrow(0, piece.parameter_offset, piece.count)
+                              : torch::zeros({piece.count}, tensors[t]->options()));  // never stepped: zeros
+      }
+      *tensors[t] = torch::cat(pieces).to(owned[g].device());
+    }
     sharding.optimizer().state()[key_of(owned[g])] = std::move(state);
   }
 }

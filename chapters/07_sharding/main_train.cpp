@@ -1,7 +1,7 @@
 // main_train.cpp — ch07_train: FashionCNN trained by sharded data parallel,
 // ZeRO stage 0 (Chapter 3's DDP), 1, 2 or 3, one process per rank.
 //
-//   mpirun -n 2 ch07_train [--stage 0|1|2|3] [--optimizer adam|lamb] [--epochs 1] [--batch 100]
+//   mpirun -n 2 ch07_train [--stage 0|1|2|3] [--optimizer adam|lamb] [--clip-grad-norm X] [--epochs 1] [--batch 100]
 //                          [--lr 1e-3] [--threads N] [--train-samples N] [--data DIR] [--json FILE]
 //                          [--checkpoint FILE [--resume]] [--comm-timeout S] [--check-collectives]
 //   workbook run ch07 --ranks 2 [--solution] -- ARGS
@@ -42,6 +42,10 @@ int train(workbook::Program& program) {
   program.cli().add_option("--optimizer", optimizer_name, "adam (LibTorch's) or lamb (Chapter 6's)")
       ->check(CLI::IsMember({"adam", "lamb"}))
       ->capture_default_str();
+  ch07::ShardingOptions options;
+  program.cli().add_option("--clip-grad-norm", options.max_grad_norm,
+                           "clip the averaged gradients to this global norm before every step (0: off)")
+      ->check(CLI::NonNegativeNumber);
   std::optional<std::filesystem::path> checkpoint;
   bool resume = false;
   program.cli().add_option("--checkpoint", checkpoint, "save model and optimizer here after every epoch (consolidated)");
@@ -58,9 +62,13 @@ int train(workbook::Program& program) {
   ch03::broadcast_model(*model, comm, 0);
   const ch07::MakeOptimizer make_optimizer =
       optimizer_name == "adam" ? ch07::adam(flags.lr) : ch07::lamb(comm, flags.lr);
-  const std::unique_ptr<ch07::Sharding> sharding = ch07::make_sharding(stage, *model, comm, make_optimizer);
+  const std::unique_ptr<ch07::Sharding> sharding = ch07::make_sharding(stage, *model, comm, make_optimizer, options);
   int64_t epochs_done = 0;
-  if (resume && std::filesystem::exists(*checkpoint)) {
+  // Loading is collective (stage 3 gathers its layers): rank 0 decides for all.
+  torch::Tensor resuming = torch::full({1}, resume && std::filesystem::exists(*checkpoint) ? 1 : 0,
+                                       torch::TensorOptions().dtype(torch::kInt64).device(comm.device()));
+  comm.broadcast(resuming, 0);
+  if (resuming.item<int64_t>() == 1) {
     epochs_done = ch07::load_checkpoint(*checkpoint, *model, *sharding, make_optimizer, comm);
     WB_CHECK(epochs_done <= flags.epochs, "{} holds {} epochs, more than --epochs {}", checkpoint->string(),
              epochs_done, flags.epochs);
@@ -69,9 +77,10 @@ int train(workbook::Program& program) {
   ch03::DistributedSampler sampler(data.train.size(), program.ranks(), comm.rank(), /*shuffle=*/true, flags.seed);
   const int64_t steps_per_epoch = (sampler.num_samples() + local_batch - 1) / local_batch;
   program.say("ch07_train: FashionCNN, {} rank(s) ({}), ZeRO stage {}, {} lr {}, global batch {} = {} x {}, "
-              "{} train / {} test samples, device {}, {} thread(s) per rank{}",
+              "{} train / {} test samples, device {}, {} thread(s) per rank{}{}",
               program.ranks(), program.env().launcher, stage, optimizer_name, flags.lr, flags.batch,
               program.ranks(), local_batch, data.train.size(), data.test.size(), comm.device().str(), flags.threads,
+              options.max_grad_norm > 0 ? fmt::format(", gradients clipped to norm {}", options.max_grad_norm) : "",
               epochs_done > 0 ? fmt::format(", resumed after epoch {}", epochs_done) : "");
 
   workbook::EpochMeter meter(program, kWarmupSteps);
@@ -121,6 +130,7 @@ int train(workbook::Program& program) {
   result.weights_sha256 = workbook::weights_sha256(*model);
   result.details = {{"stage", stage},
                     {"optimizer", optimizer_name},
+                    {"max_grad_norm", options.max_grad_norm},
                     {"parameter_bytes", held.parameters},
                     {"gradient_bytes", held.gradients},
                     {"optimizer_state_bytes", held.optimizer_state},

@@ -11,6 +11,7 @@ OptimizerStateSharding::OptimizerStateSharding(torch::nn::Module& model, workboo
     : group_(std::make_unique<FlatGroup>(trainable_parameters(model), comm.size(), comm.rank(), options.partition)),
       comm_(comm) {
   frozen_parameter_bytes_ = frozen_parameter_bytes(model);
+  max_grad_norm_ = options.max_grad_norm;
   // The optimizer sees one tensor: this rank's part of the flat buffer
   // (detach: a leaf of its own that shares the buffer's memory), whose
   // gradient is the averaged shard the reduce-scatter writes.

@@ -11,6 +11,7 @@ GradientSharding::GradientSharding(torch::nn::Module& model, workbook::Communica
                                    const MakeOptimizer& make_optimizer, const ShardingOptions& options)
     : comm_(comm) {
   frozen_parameter_bytes_ = frozen_parameter_bytes(model);
+  max_grad_norm_ = options.max_grad_norm;
   const std::vector<torch::Tensor> parameters = trainable_parameters(model);
   WB_ASSERT(!parameters.empty(), "stage 2: the model has no trainable parameters");
   std::vector<FlatGroup*> groups;
@@ -76,8 +77,11 @@ void GradientSharding::reduce_bucket(size_t b) {
   note_gradient_bytes();
   comm_.reduce_scatter(buffers_[b], group.shard_gradient(), workbook::ReduceOp::Average);
   buffers_[b] = torch::Tensor();  // freed: only this rank's shard of the bucket is kept
-  for (const torch::Tensor& p : group.parameters())
-    if (p.grad().defined()) const_cast<torch::Tensor&>(p).mutable_grad().reset();
+  // The .grad LibTorch fills beside the buffers: this bucket's, and the last
+  // one of the bucket before (accumulated after its hook had reduced it).
+  for (size_t bucket = b > 0 ? b - 1 : 0; bucket <= b; ++bucket)
+    for (const torch::Tensor& p : buckets_[bucket]->parameters())
+      if (p.grad().defined()) const_cast<torch::Tensor&>(p).mutable_grad().reset();
   ++next_to_reduce_;
 }
 

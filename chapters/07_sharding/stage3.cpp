@@ -13,6 +13,7 @@ ParameterSharding::ParameterSharding(torch::nn::Module& model, std::vector<Layer
                                      const ShardingOptions& options)
     : layers_(std::move(layers)), comm_(comm) {
   frozen_parameter_bytes_ = frozen_parameter_bytes(model);
+  max_grad_norm_ = options.max_grad_norm;
   std::set<const void*> in_a_layer;
   std::vector<FlatGroup*> groups;
   for (size_t l = 0; l < layers_.size(); ++l) {
@@ -31,8 +32,8 @@ ParameterSharding::ParameterSharding(torch::nn::Module& model, std::vector<Layer
     FlatGroup& group = *groups_.back();
     group.keep_shard_only();  // from here on this rank holds 1/N of the layer
     groups.push_back(&group);
-    owned_.push_back(group.kept().narrow(0, 0, group.partition().owned_numel()).detach());
-    owned_.back().mutable_grad() = group.shard_gradient().narrow(0, 0, owned_.back().numel());
+    kept_views_.push_back(group.kept().narrow(0, 0, group.partition().owned_numel()).detach());
+    kept_views_.back().mutable_grad() = group.shard_gradient().narrow(0, 0, kept_views_.back().numel());
     for (size_t i = 0; i < trainable.size(); ++i) {
       const unsigned handle =
           trainable[i].register_hook([this, l, i](const torch::Tensor& gradient) { gradient_ready(l, i, gradient); });
@@ -43,7 +44,7 @@ ParameterSharding::ParameterSharding(torch::nn::Module& model, std::vector<Layer
     WB_CHECK(in_a_layer.count(p.unsafeGetTensorImpl()), "stage 3: a trainable parameter of shape {} is in no layer",
              c10::str(p.sizes()));
   buffers_.resize(layers_.size());
-  optimizer_ = make_optimizer(groups, owned_);
+  optimizer_ = make_optimizer(groups, kept_views_);
   start_next_step();
   peak_parameter_bytes_ = gathered_parameter_bytes();
 }
@@ -90,10 +91,9 @@ void ParameterSharding::release_full() {
 }
 
 void ParameterSharding::start_next_step() {
-  missing_.clear();
-  for (const auto& group : groups_) missing_.push_back(group ? group->parameters().size() : 0);
-  next_to_reduce_ = static_cast<int64_t>(layers_.size()) - 1;
-  to_release_.clear();
+  unfinished_ = static_cast<int64_t>(layers_.size()) - 1;
+  last_reduced_in_backward_ = reduced_in_backward_;
+  reduced_in_backward_ = 0;
 }
 
 void ParameterSharding::zero_grad() {
@@ -103,25 +103,20 @@ void ParameterSharding::zero_grad() {
         if (p.grad().defined()) const_cast<torch::Tensor&>(p).mutable_grad().reset();
 }
 
-void ParameterSharding::reduce_layer(size_t l) {
-  WB_ASSERT(static_cast<int64_t>(l) == next_to_reduce_, "layer {} reduced before layer {}", l, next_to_reduce_);
-  if (groups_[l]) {
-    FlatGroup& group = *groups_[l];
-    if (!buffers_[l].defined()) buffers_[l] = torch::zeros({group.partition().padded_numel}, group.kept().options());
-    comm_.reduce_scatter(buffers_[l], group.shard_gradient(), workbook::ReduceOp::Average);
-    buffers_[l] = torch::Tensor();
-    to_release_.push_back(l);
-  }
-  --next_to_reduce_;
-}
-
-void ParameterSharding::release_reduced() {
-  for (size_t l : to_release_) {
-    release(l);
-    for (const torch::Tensor& p : groups_[l]->parameters())
+void ParameterSharding::finish_layers_after(int64_t l) {
+  for (; unfinished_ > l; --unfinished_) {
+    const auto layer = static_cast<size_t>(unfinished_);
+    if (!groups_[layer]) continue;
+    FlatGroup& group = *groups_[layer];
+    if (!buffers_[layer].defined())
+      buffers_[layer] = torch::zeros({group.partition().padded_numel}, group.kept().options());
+    comm_.reduce_scatter(buffers_[layer], group.shard_gradient(), workbook::ReduceOp::Average);
+    buffers_[layer] = torch::Tensor();
+    release(layer);
+    for (const torch::Tensor& p : group.parameters())
       if (p.grad().defined()) const_cast<torch::Tensor&>(p).mutable_grad().reset();
+    if (!in_step_) ++reduced_in_backward_;
   }
-  to_release_.clear();
 }
 
 torch::Tensor ParameterSharding::forward(workbook::Classifier& model, const torch::Tensor& images) {
@@ -131,12 +126,14 @@ torch::Tensor ParameterSharding::forward(workbook::Classifier& model, const torc
 void ParameterSharding::gradient_ready(size_t layer, size_t index, const torch::Tensor& gradient) {
   WB_ASSERT(layer < groups_.size() && groups_[layer] && index < groups_[layer]->parameters().size(),
             "no parameter ({}, {})", layer, index);
-  WB_ASSERT(missing_[layer] > 0, "layer {} got more gradients than it has parameters", layer);
+  WB_ASSERT(static_cast<int64_t>(layer) <= unfinished_, "a gradient for layer {}, already reduced", layer);
   WB_NOT_IMPLEMENTED("ex7.5");  // TODO(ex7.5): your code here
 }
 
 void ParameterSharding::step() {
+  in_step_ = true;
   WB_NOT_IMPLEMENTED("ex7.5");  // TODO(ex7.5): your code here
+  in_step_ = false;
   zero_grad();
   start_next_step();
 }

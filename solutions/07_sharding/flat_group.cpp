@@ -45,6 +45,7 @@ void resize_storage(const torch::Tensor& tensor, int64_t bytes) {
 }  // namespace
 
 void FlatGroup::keep_shard_only() {
+  WB_ASSERT(gathered_, "keep_shard_only() reads flat(): gather() first");
   if (kept_.defined())
     kept_.copy_(shard());  // in place: the optimizer holds a view of it
   else
@@ -125,13 +126,21 @@ int64_t bytes_of(const torch::Tensor& t) { return t.defined() ? t.numel() * t.el
 // ---- stage 0 -----------------------------------------------------------------------
 
 ReplicatedOptimizer::ReplicatedOptimizer(torch::nn::Module& model, workbook::Communicator& comm,
-                                         const MakeOptimizer& make_optimizer)
+                                         const MakeOptimizer& make_optimizer, const ShardingOptions& options)
     : model_(model), comm_(comm), parameters_(trainable_parameters(model)),
-      optimizer_(make_optimizer({}, parameters_)) {}
+      optimizer_(make_optimizer({}, parameters_)) {
+  max_grad_norm_ = options.max_grad_norm;
+}
 
 void ReplicatedOptimizer::step() {
   ch03::all_reduce_gradients(model_, comm_);
+  if (max_grad_norm_ > 0) torch::nn::utils::clip_grad_norm_(parameters_, max_grad_norm_);
   optimizer_->step();
+}
+
+void Sharding::step_optimizer(workbook::Communicator& comm) {
+  if (max_grad_norm_ > 0) clip_gradients_by_global_norm(groups(), max_grad_norm_, comm);
+  optimizer().step();
 }
 
 HeldBytes ReplicatedOptimizer::held() const {
@@ -191,7 +200,7 @@ MakeOptimizer lamb(workbook::Communicator& comm, double lr) {
 std::unique_ptr<Sharding> make_sharding(int stage, torch::nn::Module& model, workbook::Communicator& comm,
                                         const MakeOptimizer& make_optimizer, const ShardingOptions& options) {
   switch (stage) {
-    case 0: return std::make_unique<ReplicatedOptimizer>(model, comm, make_optimizer);
+    case 0: return std::make_unique<ReplicatedOptimizer>(model, comm, make_optimizer, options);
     case 1: return std::make_unique<OptimizerStateSharding>(model, comm, make_optimizer, options);
     case 2: return std::make_unique<GradientSharding>(model, comm, make_optimizer, options);
     case 3: {

@@ -9,7 +9,7 @@
 //
 //                parameters    gradients          optimizer state   bytes per rank
 //   stage 0 DDP  P             P                  2P                4P x 4
-//   stage 1      P             P                  2P / N            (2P + 2P/N) x 4
+//   stage 1      P             P (+P/N shard)     2P / N            (2P + 3P/N) x 4
 //   stage 2      P             P / N (+1 bucket)  2P / N            (P + 3P/N) x 4
 //   stage 3      P / N (+1 layer, while in use)  P / N   2P / N     4P/N x 4
 //
@@ -170,15 +170,21 @@ std::vector<Layer> fashion_cnn_layers(workbook::FashionCNN& model);
 
 struct ShardingOptions {
   PartitionFn partition = partition_parameters;
-  // Stage 3's layers; none: the model must be a FashionCNN (fashion_cnn_layers).
+  // Stage 3's layers, for make_sharding; none: the model must be a
+  // FashionCNN (fashion_cnn_layers).
   std::vector<Layer> layers;
   // Chapter 4's bucket limits: stage 2's groups.
   int64_t first_bucket_bytes = int64_t{1} << 20;
   int64_t bucket_cap_bytes = int64_t{25} << 20;
+  // > 0: before every optimizer step, the averaged gradients are clipped to
+  // this global norm (stage 0: torch::nn::utils::clip_grad_norm_; stages 1
+  // to 3: ex7.4's clip_gradients_by_global_norm on the shards).
+  double max_grad_norm = 0.0;
 };
 
 // Builds the optimizer for the tensors a stage hands it: the whole model's
-// parameters (stage 0) or the owned() views of every group (stages 1, 2).
+// parameters (stage 0), or one tensor per group, this rank's unpadded part
+// of it (stages 1 and 2: owned(); stage 3: a view of kept()).
 using MakeOptimizer = std::function<std::unique_ptr<torch::optim::Optimizer>(const std::vector<FlatGroup*>& groups,
                                                                              std::vector<torch::Tensor> tensors)>;
 
@@ -211,7 +217,13 @@ class Sharding {
   virtual int64_t peak_parameter_bytes() const { return held().parameters; }
 
  protected:
+  // Given: the optimizer's step, after clipping the shards' gradients when
+  // ShardingOptions::max_grad_norm is set. The stages call it in place of
+  // optimizer().step().
+  void step_optimizer(workbook::Communicator& comm);
+
   int64_t frozen_parameter_bytes_ = 0;  // parameters no group holds: every rank keeps them whole
+  double max_grad_norm_ = 0.0;          // ShardingOptions::max_grad_norm
 };
 
 // The bytes of `model`'s parameters that do not require a gradient.
@@ -221,7 +233,8 @@ int64_t frozen_parameter_bytes(torch::nn::Module& model);
 // baseline every stage is compared with (given).
 class ReplicatedOptimizer : public Sharding {
  public:
-  ReplicatedOptimizer(torch::nn::Module& model, workbook::Communicator& comm, const MakeOptimizer& make_optimizer);
+  ReplicatedOptimizer(torch::nn::Module& model, workbook::Communicator& comm, const MakeOptimizer& make_optimizer,
+                      const ShardingOptions& options = {});
   void zero_grad() override { optimizer_->zero_grad(); }
   void step() override;
   HeldBytes held() const override;
@@ -243,9 +256,9 @@ class OptimizerStateSharding : public Sharding {
                          const ShardingOptions& options = {});
   void zero_grad() override;
   // ex7.2: reduce-scatter the gradients (averaged) into the group's
-  // shard_gradient(), step the optimizer (it holds owned(), whose .grad is a
-  // view of shard_gradient()), all-gather the shards into flat(). Two
-  // collectives.
+  // shard_gradient(), step the optimizer (step_optimizer(): it holds
+  // owned(), whose .grad is a view of shard_gradient()), all-gather the
+  // shards into flat(). Two collectives.
   void step() override;
   HeldBytes held() const override;
   torch::optim::Optimizer& optimizer() override { return *optimizer_; }
@@ -265,9 +278,10 @@ class OptimizerStateSharding : public Sharding {
 // own, padded and cut into N shards, so that its reduce-scatter can start the
 // moment backward has produced its last gradient, and each rank keeps 1/N of
 // each bucket. A bucket's full gradient lives only from its first hook to its
-// reduce-scatter; then it is freed, and so is each parameter's .grad (LibTorch
-// 1.13 has no hook after a gradient is accumulated into .grad, so the .grad
-// of a bucket's last parameter goes at the next bucket, or at step()).
+// reduce-scatter; then it is freed, and so is each parameter's .grad, which
+// LibTorch fills beside it (1.13 has no hook after a gradient is accumulated
+// into .grad: the .grad of a bucket's last parameter is freed with the next
+// bucket, or in step()).
 // Buckets are reduced strictly in index order, on every rank, as in Chapter 4.
 class GradientSharding : public Sharding {
  public:
@@ -277,13 +291,14 @@ class GradientSharding : public Sharding {
   void zero_grad() override;
   // ex7.3: called by parameter (bucket, index)'s hook with its gradient (tests
   // call it directly): copies it into the bucket's gradient buffer (allocated
-  // at the bucket's first gradient); when the bucket is complete, and every
-  // bucket before it reduced, reduce-scatters it into the group's
-  // shard_gradient() and frees the buffer.
+  // at the bucket's first gradient); then reduces (reduce_bucket) every
+  // complete bucket from next_to_reduce_ on, counting each in
+  // reduced_from_hooks_, so that a bucket goes as soon as it and every bucket
+  // before it are complete.
   void gradient_ready(size_t bucket, size_t index, const torch::Tensor& gradient);
   // ex7.3: reduces the buckets left (reduce_bucket: a parameter without a
-  // gradient counts as zeros), steps the optimizer, all-gathers every
-  // group's flat().
+  // gradient counts as zeros), steps the optimizer (step_optimizer()),
+  // all-gathers every group's flat().
   void step() override;
   HeldBytes held() const override;
   torch::optim::Optimizer& optimizer() override { return *optimizer_; }
@@ -318,25 +333,40 @@ class GradientSharding : public Sharding {
 
 // Note: [a stage-3 step] Between steps a rank keeps only its shard of each
 // layer (kept()). In forward, each layer is gathered just before it runs and
-// released right after; a hook on its output gathers it again when backward
-// reaches it (the hook fires before the layer's own backward). Each layer's
-// gradients are reduce-scattered once all have arrived (from the last layer
-// to the first, on every rank), and the layer is released when backward
-// moves on. The optimizer steps kept(); nothing is all-gathered after the
-// step: the next forward does it. Per step a rank sends 1.5 times what DDP
-// sends: two all-gathers and a reduce-scatter, where DDP's ring is one of each.
+// released right after; a hook on its output runs when backward reaches the
+// layer (before the layer's own backward), and there the layers after it,
+// whose backward is done, are finished (their gradients reduce-scattered,
+// their memory released) and the layer is gathered again. step() finishes
+// the first layer, and the optimizer steps kept(): nothing is all-gathered
+// after the step, the next forward does it. Per step a rank sends 1.5 times
+// what DDP sends: two all-gathers and a reduce-scatter, where DDP's ring is
+// one of each.
+// Note: [one order of collectives] Which collective comes next depends only
+// on the layer backward has reached, never on which gradients arrived: a
+// rank whose parameter got no gradient (a branch not taken) reduces zeros
+// for it at the same point as a rank whose parameter did. Reducing a layer
+// the moment its last gradient arrives would not be safe here, as it is in
+// stage 2 (whose hooks only reduce-scatter): the all-gathers of the layers
+// before it would interleave differently on different ranks. LibTorch runs
+// a layer's AccumulateGrad steps (and so gradient_ready) before the next
+// layer's backward, so the gradients of the layers after l have all arrived
+// when layer l's hook runs. A parameter must belong to one layer, and be
+// used only there.
 class ParameterSharding : public Sharding {
  public:
+  // `layers` in forward order; every trainable parameter of `model` in one of them.
   ParameterSharding(torch::nn::Module& model, std::vector<Layer> layers, workbook::Communicator& comm,
                     const MakeOptimizer& make_optimizer, const ShardingOptions& options = {});
   ~ParameterSharding() override;
   // ex7.5: for each layer in order: gather it, call it, release it, and (when
-  // the output needs a gradient) hook its output: gather it again for backward.
+  // the output needs a gradient) hook its output: finish the layers after it,
+  // then gather it again for its backward.
   torch::Tensor forward(workbook::Classifier& model, const torch::Tensor& images) override;
   // ex7.5: as stage 2's, with layers for buckets: copy the gradient into the
-  // layer's buffer; reduce the complete layers, from the last one down.
+  // layer's buffer (created at its first gradient). No collective here:
+  // Note [one order of collectives].
   void gradient_ready(size_t layer, size_t index, const torch::Tensor& gradient);
-  // ex7.5: reduce the layers left, release them, step the optimizer.
+  // ex7.5: finish every layer left, step the optimizer (step_optimizer(comm_)).
   void step() override;
   void zero_grad() override;
   HeldBytes held() const override;
@@ -345,19 +375,18 @@ class ParameterSharding : public Sharding {
   void gather_full() override;
   void release_full() override;
   int64_t peak_parameter_bytes() const override { return peak_parameter_bytes_; }
+  // Layers reduce-scattered during the last backward (not in step()).
+  size_t reduced_in_backward() const { return last_reduced_in_backward_; }
 
  private:
   // Given. gather(l)/release(l): layer l's parameters (a layer without
   // trainable parameters: nothing), counted for peak_parameter_bytes.
-  // reduce_layer(l): reduce-scatters its buffer (zeros where nothing came)
-  // into shard_gradient(), frees the buffer, and marks the layer to be
-  // released by release_reduced() (its last gradient is still being
-  // accumulated into .grad when the hook returns), then moves on to the
-  // layer before it.
+  // finish_layers_after(l): every layer after l not finished yet, from the
+  // last down: its buffer (zeros where no gradient came) reduce-scattered
+  // into shard_gradient() and freed, the layer released, its .grad freed.
   void gather(size_t l);
   void release(size_t l);
-  void reduce_layer(size_t l);
-  void release_reduced();
+  void finish_layers_after(int64_t l);
   void start_next_step();
   int64_t gathered_parameter_bytes() const;
 
@@ -365,11 +394,11 @@ class ParameterSharding : public Sharding {
   std::vector<std::unique_ptr<FlatGroup>> groups_;  // layer -> its trainable parameters (null: none)
   workbook::Communicator& comm_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
-  std::vector<torch::Tensor> owned_;
+  std::vector<torch::Tensor> kept_views_;           // what the optimizer steps: each layer's kept(), unpadded
   std::vector<torch::Tensor> buffers_;              // layer -> its gradients, while they arrive
-  std::vector<size_t> missing_;                     // layer -> gradients still to arrive this step
-  int64_t next_to_reduce_ = -1;                     // the last layer first; -1: all reduced
-  std::vector<size_t> to_release_;
+  int64_t unfinished_ = -1;                         // the layers 0..unfinished_ are not finished yet
+  bool in_step_ = false;
+  size_t reduced_in_backward_ = 0, last_reduced_in_backward_ = 0;
   std::vector<std::pair<torch::Tensor, unsigned>> hooks_;
   int64_t peak_parameter_bytes_ = 0;
 };
@@ -405,7 +434,7 @@ std::unique_ptr<torch::optim::Optimizer> make_sharded_lamb(const std::vector<Fla
 
 // Optimizers for any stage: Adam (LibTorch's own, on whatever tensors the
 // stage hands it) and LAMB (Chapter 6's on the whole model at stage 0; on
-// shards, make_sharded_lamb, at stages 1 and 2).
+// shards, make_sharded_lamb, at stages 1 to 3).
 MakeOptimizer adam(double lr);
 MakeOptimizer lamb(workbook::Communicator& comm, double lr);
 

@@ -11,6 +11,7 @@ OptimizerStateSharding::OptimizerStateSharding(torch::nn::Module& model, workboo
     : group_(std::make_unique<FlatGroup>(trainable_parameters(model), comm.size(), comm.rank(), options.partition)),
       comm_(comm) {
   frozen_parameter_bytes_ = frozen_parameter_bytes(model);
+  max_grad_norm_ = options.max_grad_norm;
   // The optimizer sees one tensor: this rank's part of the flat buffer
   // (detach: a leaf of its own that shares the buffer's memory), whose
   // gradient is the averaged shard the reduce-scatter writes.
@@ -32,7 +33,7 @@ void OptimizerStateSharding::step() {
   torch::Tensor gradients = group_->gather_gradients();
   comm_.reduce_scatter(gradients, group_->shard_gradient(), workbook::ReduceOp::Average);
   // The optimizer steps 1/N of the parameters, with 1/N of the state.
-  optimizer_->step();
+  step_optimizer(comm_);
   // The other half of the all-reduce: every rank gets every updated shard.
   // The input is copied out first: it lies inside the output buffer.
   const torch::Tensor mine = group_->shard().clone();

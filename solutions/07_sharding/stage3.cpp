@@ -13,6 +13,7 @@ ParameterSharding::ParameterSharding(torch::nn::Module& model, std::vector<Layer
                                      const ShardingOptions& options)
     : layers_(std::move(layers)), comm_(comm) {
   frozen_parameter_bytes_ = frozen_parameter_bytes(model);
+  max_grad_norm_ = options.max_grad_norm;
   std::set<const void*> in_a_layer;
   std::vector<FlatGroup*> groups;
   for (size_t l = 0; l < layers_.size(); ++l) {
@@ -31,8 +32,8 @@ ParameterSharding::ParameterSharding(torch::nn::Module& model, std::vector<Layer
     FlatGroup& group = *groups_.back();
     group.keep_shard_only();  // from here on this rank holds 1/N of the layer
     groups.push_back(&group);
-    owned_.push_back(group.kept().narrow(0, 0, group.partition().owned_numel()).detach());
-    owned_.back().mutable_grad() = group.shard_gradient().narrow(0, 0, owned_.back().numel());
+    kept_views_.push_back(group.kept().narrow(0, 0, group.partition().owned_numel()).detach());
+    kept_views_.back().mutable_grad() = group.shard_gradient().narrow(0, 0, kept_views_.back().numel());
     for (size_t i = 0; i < trainable.size(); ++i) {
       const unsigned handle =
           trainable[i].register_hook([this, l, i](const torch::Tensor& gradient) { gradient_ready(l, i, gradient); });
@@ -43,7 +44,7 @@ ParameterSharding::ParameterSharding(torch::nn::Module& model, std::vector<Layer
     WB_CHECK(in_a_layer.count(p.unsafeGetTensorImpl()), "stage 3: a trainable parameter of shape {} is in no layer",
              c10::str(p.sizes()));
   buffers_.resize(layers_.size());
-  optimizer_ = make_optimizer(groups, owned_);
+  optimizer_ = make_optimizer(groups, kept_views_);
   start_next_step();
   peak_parameter_bytes_ = gathered_parameter_bytes();
 }
@@ -90,10 +91,9 @@ void ParameterSharding::release_full() {
 }
 
 void ParameterSharding::start_next_step() {
-  missing_.clear();
-  for (const auto& group : groups_) missing_.push_back(group ? group->parameters().size() : 0);
-  next_to_reduce_ = static_cast<int64_t>(layers_.size()) - 1;
-  to_release_.clear();
+  unfinished_ = static_cast<int64_t>(layers_.size()) - 1;
+  last_reduced_in_backward_ = reduced_in_backward_;
+  reduced_in_backward_ = 0;
 }
 
 void ParameterSharding::zero_grad() {
@@ -103,25 +103,20 @@ void ParameterSharding::zero_grad() {
         if (p.grad().defined()) const_cast<torch::Tensor&>(p).mutable_grad().reset();
 }
 
-void ParameterSharding::reduce_layer(size_t l) {
-  WB_ASSERT(static_cast<int64_t>(l) == next_to_reduce_, "layer {} reduced before layer {}", l, next_to_reduce_);
-  if (groups_[l]) {
-    FlatGroup& group = *groups_[l];
-    if (!buffers_[l].defined()) buffers_[l] = torch::zeros({group.partition().padded_numel}, group.kept().options());
-    comm_.reduce_scatter(buffers_[l], group.shard_gradient(), workbook::ReduceOp::Average);
-    buffers_[l] = torch::Tensor();
-    to_release_.push_back(l);
-  }
-  --next_to_reduce_;
-}
-
-void ParameterSharding::release_reduced() {
-  for (size_t l : to_release_) {
-    release(l);
-    for (const torch::Tensor& p : groups_[l]->parameters())
+void ParameterSharding::finish_layers_after(int64_t l) {
+  for (; unfinished_ > l; --unfinished_) {
+    const auto layer = static_cast<size_t>(unfinished_);
+    if (!groups_[layer]) continue;
+    FlatGroup& group = *groups_[layer];
+    if (!buffers_[layer].defined())
+      buffers_[layer] = torch::zeros({group.partition().padded_numel}, group.kept().options());
+    comm_.reduce_scatter(buffers_[layer], group.shard_gradient(), workbook::ReduceOp::Average);
+    buffers_[layer] = torch::Tensor();
+    release(layer);
+    for (const torch::Tensor& p : group.parameters())
       if (p.grad().defined()) const_cast<torch::Tensor&>(p).mutable_grad().reset();
+    if (!in_step_) ++reduced_in_backward_;
   }
-  to_release_.clear();
 }
 
 torch::Tensor ParameterSharding::forward(workbook::Classifier& model, const torch::Tensor& images) {
@@ -132,11 +127,12 @@ torch::Tensor ParameterSharding::forward(workbook::Classifier& model, const torc
     x = layers_[l].forward(x);
     release(l);  // only this rank's shard of the layer stays
     // Backward reaches this hook just before the layer's own backward, which
-    // needs its weights again. Layers after it are done: release them first,
-    // so that one layer at a time is whole.
+    // needs its weights again. The layers after it are done: reduce and
+    // release them first (Note [one order of collectives]), so that one
+    // layer at a time is whole.
     if (x.requires_grad())
       x.register_hook([this, l](const torch::Tensor&) {
-        release_reduced();
+        finish_layers_after(static_cast<int64_t>(l));
         gather(l);
       });
   }
@@ -147,28 +143,26 @@ torch::Tensor ParameterSharding::forward(workbook::Classifier& model, const torc
 void ParameterSharding::gradient_ready(size_t layer, size_t index, const torch::Tensor& gradient) {
   WB_ASSERT(layer < groups_.size() && groups_[layer] && index < groups_[layer]->parameters().size(),
             "no parameter ({}, {})", layer, index);
-  WB_ASSERT(missing_[layer] > 0, "layer {} got more gradients than it has parameters", layer);
+  WB_ASSERT(static_cast<int64_t>(layer) <= unfinished_, "a gradient for layer {}, already reduced", layer);
   // BEGIN SOLUTION ex7.5
   const Partition& partition = groups_[layer]->partition();
   if (!buffers_[layer].defined())
     buffers_[layer] = torch::zeros({partition.padded_numel}, groups_[layer]->kept().options());
   buffers_[layer].narrow(0, partition.offsets[index], partition.sizes[index]).copy_(gradient.reshape({-1}));
-  --missing_[layer];
-  // From the last layer down, on every rank: the order backward completes them.
-  while (next_to_reduce_ >= 0 && missing_[static_cast<size_t>(next_to_reduce_)] == 0)
-    reduce_layer(static_cast<size_t>(next_to_reduce_));
   // END SOLUTION
 }
 
 void ParameterSharding::step() {
+  in_step_ = true;
   // BEGIN SOLUTION ex7.5
-  // Layers still waiting (a parameter got no gradient): zeros where nothing arrived.
-  while (next_to_reduce_ >= 0) reduce_layer(static_cast<size_t>(next_to_reduce_));
-  release_reduced();
+  // The first layer (and any a rank's backward did not reach): zeros where
+  // no gradient came.
+  finish_layers_after(-1);
   // The optimizer steps kept(): the next forward's all-gathers carry the
   // new values, so there is no all-gather here.
-  optimizer_->step();
+  step_optimizer(comm_);
   // END SOLUTION
+  in_step_ = false;
   zero_grad();
   start_next_step();
 }

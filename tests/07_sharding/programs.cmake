@@ -45,3 +45,12 @@ if(TARGET ch07_train_solution)
                         "checkpoint .*train-images-idx3-ubyte is unreadable"
                         ${mpi2} ${ch07} --checkpoint ${bad_data_dir}/train-images-idx3-ubyte --resume)
 endif()
+
+if(TARGET ch07_train_solution)
+  workbook_expect_error(ch07_train_negative_clip "solution;ch07" 2 "--clip-grad-norm" ${ch07} --clip-grad-norm -1)
+  # A checkpoint of Adam resumed with LAMB: one message that says what to check.
+  string(REPLACE ";" " " mpi2_words "${mpi2}")
+  workbook_expect_error(ch07_train_checkpoint_of_another_optimizer "solution;ch07;mpi" 2
+                        "was it saved with another --optimizer"
+                        sh -c "rm -f ${CMAKE_BINARY_DIR}/ch07-adam.pt && ${mpi2_words} ${ch07} --epochs 1 --train-samples 200 --threads 1 --checkpoint ${CMAKE_BINARY_DIR}/ch07-adam.pt > /dev/null && ${mpi2_words} ${ch07} --optimizer lamb --epochs 2 --train-samples 200 --threads 1 --checkpoint ${CMAKE_BINARY_DIR}/ch07-adam.pt --resume")
+endif()

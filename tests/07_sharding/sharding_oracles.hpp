@@ -118,4 +118,13 @@ inline double max_difference(const torch::Tensor& a, const torch::Tensor& b) {
   return (a - b).abs().max().item<double>();
 }
 
+// The ranks' largest weight differences between two models, added up: 0
+// only when every rank's models are equal, and below a tolerance only when
+// every rank's difference is. The same on every rank. Collective.
+inline double difference_on_all_ranks(torch::nn::Module& a, torch::nn::Module& b, workbook::Communicator& comm) {
+  torch::Tensor difference = torch::full({1}, max_difference(weights(a), weights(b)), torch::kFloat64);
+  comm.all_reduce(difference, workbook::ReduceOp::Sum);
+  return difference.item<double>();
+}
+
 }  // namespace sharding_oracle

@@ -20,8 +20,7 @@ ch07::ShardingOptions two_buckets() {
   return options;
 }
 
-double stage2_against_ddp(const ch07::MakeOptimizer& make_optimizer, workbook::Communicator& comm,
-                          size_t* reduced_from_hooks = nullptr) {
+double stage2_against_ddp(const ch07::MakeOptimizer& make_optimizer, workbook::Communicator& comm) {
   const auto batches = sharding_oracle::global_batches(4, 4 * comm.size());
   auto ddp_model = sharding_oracle::toy_model();
   ch07::ReplicatedOptimizer ddp(*ddp_model, comm, make_optimizer);
@@ -30,12 +29,7 @@ double stage2_against_ddp(const ch07::MakeOptimizer& make_optimizer, workbook::C
   ch07::GradientSharding stage2(*model, comm, make_optimizer, two_buckets());
   REQUIRE(stage2.groups().size() == 3);
   sharding_oracle::train(*model, stage2, batches, comm);
-  if (reduced_from_hooks) *reduced_from_hooks = stage2.reduced_from_hooks();
-  torch::Tensor difference =
-      torch::full({1}, sharding_oracle::max_difference(sharding_oracle::weights(*model),
-                                                       sharding_oracle::weights(*ddp_model)), torch::kFloat64);
-  comm.all_reduce(difference, workbook::ReduceOp::Sum);
-  return difference.item<double>();
+  return sharding_oracle::difference_on_all_ranks(*model, *ddp_model, comm);
 }
 
 }  // namespace
@@ -58,21 +52,43 @@ TEST_CASE("ex7.3 stage 2 trains the same model as DDP (SGD and Adam)", "[ex7.3][
 
 TEST_CASE("ex7.3 buckets are reduce-scattered during backward, in order, once each", "[ex7.3]") {
   auto comm = mpi_test::communicator();
-  size_t from_hooks = 99;
-  stage2_against_ddp(ch07::adam(1e-2), *comm, &from_hooks);
-  INFO("bucket 0 (fc2) is complete as soon as backward has passed fc2, bucket 1 (fc1.weight) when it reaches "
-       "fc1: both must be reduce-scattered from the hooks, during backward. Bucket 2 holds `unused`, which "
-       "never gets a gradient: it waits for step(). Reduced from the hooks in the last step: " << from_hooks);
-  REQUIRE(mpi_test::all_ranks(from_hooks == 2));
-
   auto model = sharding_oracle::toy_model();
   ch07::GradientSharding stage2(*model, *comm, ch07::adam(1e-2), two_buckets());
+  const auto batches = sharding_oracle::global_batches(2, 4 * comm->size());
+  for (size_t s = 0; s < batches.images.size(); ++s) {
+    const int64_t local = batches.images[s].size(0) / comm->size();
+    const workbook::CommStats before = comm->stats();
+    stage2.zero_grad();
+    torch::nn::functional::cross_entropy(
+        stage2.forward(*model, batches.images[s].narrow(0, comm->rank() * local, local)),
+        batches.labels[s].narrow(0, comm->rank() * local, local))
+        .backward();
+    const int64_t in_backward =
+        comm->stats().count(workbook::CommOp::ReduceScatter) - before.count(workbook::CommOp::ReduceScatter);
+    INFO("step " << s << ": bucket 0 (fc2) is complete as soon as backward has passed fc2, bucket 1 (fc1.weight) "
+         "when it reaches fc1: both must be reduce-scattered from the hooks, during backward. Bucket 2 holds "
+         "`unused`, which never gets a gradient: it waits for step(). Reduce-scatters during backward: "
+         << in_backward);
+    REQUIRE(mpi_test::all_ranks(in_backward == 2));
+    stage2.step();
+    INFO("per step: one reduce-scatter and one all-gather per bucket, nothing else");
+    REQUIRE(comm->stats().count(workbook::CommOp::ReduceScatter) - before.count(workbook::CommOp::ReduceScatter) == 3);
+    REQUIRE(comm->stats().count(workbook::CommOp::AllGather) - before.count(workbook::CommOp::AllGather) == 3);
+    REQUIRE(comm->stats().collectives() - before.collectives() == 6);
+  }
+  INFO("reduced_from_hooks() counts them (reduced_from_hooks_ in gradient_ready)");
+  REQUIRE(stage2.reduced_from_hooks() == 2);
+  const int n = comm->size();
+  const int64_t ddp = 2 * (n - 1) * 9544 / n;
+  workbook::CommStats one_step;
+  auto fresh = sharding_oracle::toy_model();
+  ch07::GradientSharding counted(*fresh, *comm, ch07::adam(1e-2), two_buckets());
   const workbook::CommStats before = comm->stats();
-  sharding_oracle::train(*model, stage2, sharding_oracle::global_batches(1, 4 * comm->size()), *comm);
-  INFO("per step: one reduce-scatter and one all-gather per bucket, nothing else");
-  REQUIRE(comm->stats().count(workbook::CommOp::ReduceScatter) - before.count(workbook::CommOp::ReduceScatter) == 3);
-  REQUIRE(comm->stats().count(workbook::CommOp::AllGather) - before.count(workbook::CommOp::AllGather) == 3);
-  REQUIRE(comm->stats().collectives() - before.collectives() == 6);
+  sharding_oracle::train(*fresh, counted, sharding_oracle::global_batches(1, 4 * comm->size()), *comm);
+  for (int op = 0; op < workbook::kCommOpCount; ++op) one_step.elements[op] = comm->stats().elements[op] - before.elements[op];
+  INFO("elements sent per step, as a ring would: " << ch07::ring_elements_sent(one_step, n) << ", DDP's " << ddp
+       << " (each bucket pads to a multiple of the ranks)");
+  REQUIRE(std::abs(ch07::ring_elements_sent(one_step, n) - ddp) <= 2 * (n - 1) * 3);
 }
 
 TEST_CASE("ex7.3 after a step a rank holds only its shard of each bucket's gradient", "[ex7.3][np3]") {

@@ -26,12 +26,7 @@ double stage3_against_ddp(const ch07::MakeOptimizer& make_optimizer, workbook::C
   ch07::ParameterSharding stage3(*model, model->layers(), comm, make_optimizer, toy_layers(*model));
   sharding_oracle::train(*model, stage3, batches, comm);
   stage3.gather_full();
-  torch::Tensor difference =
-      torch::full({1}, sharding_oracle::max_difference(sharding_oracle::weights(*model),
-                                                       sharding_oracle::weights(*ddp_model)), torch::kFloat64);
-  stage3.release_full();
-  comm.all_reduce(difference, workbook::ReduceOp::Sum);
-  return difference.item<double>();
+  return sharding_oracle::difference_on_all_ranks(*model, *ddp_model, comm);
 }
 
 // The bytes of layer parameters this rank keeps between steps.
@@ -82,6 +77,35 @@ TEST_CASE("ex7.5 stage 3 gathers each layer twice a step and sends 1.5 times wha
   REQUIRE(ratio == Approx(1.5).epsilon(0.001));  // padding aside
 }
 
+TEST_CASE("ex7.5 a layer's gradients are reduce-scattered when backward moves on to the layer before it",
+          "[ex7.5]") {
+  auto comm = mpi_test::communicator();
+  auto model = sharding_oracle::toy_model();
+  ch07::ParameterSharding stage3(*model, model->layers(), *comm, ch07::adam(1e-2), toy_layers(*model));
+  const auto batches = sharding_oracle::global_batches(2, 4 * comm->size());
+  for (size_t s = 0; s < batches.images.size(); ++s) {
+    const int64_t local = batches.images[s].size(0) / comm->size();
+    const workbook::CommStats before = comm->stats();
+    stage3.zero_grad();
+    torch::nn::functional::cross_entropy(
+        stage3.forward(*model, batches.images[s].narrow(0, comm->rank() * local, local)),
+        batches.labels[s].narrow(0, comm->rank() * local, local))
+        .backward();
+    auto count = [&](workbook::CommOp op) { return comm->stats().count(op) - before.count(op); };
+    INFO("step " << s << ", during forward and backward: an all-gather per layer for forward (2), fc2's again "
+         "at the start of backward and fc1's when backward reaches it (2), and fc2's reduce-scatter, from fc1's "
+         "output hook (finish_layers_after), before fc1 is gathered (1). Counted: "
+         << count(workbook::CommOp::AllGather) << " all-gathers, " << count(workbook::CommOp::ReduceScatter)
+         << " reduce-scatters");
+    REQUIRE(mpi_test::all_ranks(count(workbook::CommOp::AllGather) == 4 &&
+                                count(workbook::CommOp::ReduceScatter) == 1));
+    stage3.step();
+    INFO("step(): fc1's reduce-scatter (the first layer: no layer before it has a hook), nothing else");
+    REQUIRE(count(workbook::CommOp::ReduceScatter) == 2);
+    REQUIRE(count(workbook::CommOp::AllGather) == 4);
+  }
+}
+
 TEST_CASE("ex7.5 between steps a rank holds only shards; at most one layer is whole at a time", "[ex7.5][np3]") {
   auto comm = mpi_test::communicator();
   auto model = sharding_oracle::toy_model();
@@ -98,8 +122,8 @@ TEST_CASE("ex7.5 between steps a rank holds only shards; at most one layer is wh
   INFO("held between steps: the kept shards and the frozen bias, " << frozen + kept_bytes(stage3) << " bytes");
   REQUIRE(stage3.held().parameters == frozen + kept_bytes(stage3));
   INFO("at most: those plus the largest layer (" << largest_layer << " bytes), never two layers at once; "
-       "measured " << stage3.peak_parameter_bytes() << ". Release each layer after its forward, and a layer's "
-       "backward can release the layers after it (release_reduced) before gathering its own.");
+       "measured " << stage3.peak_parameter_bytes() << ". Release each layer after its forward, and finish the "
+       "layers after it (finish_layers_after) before gathering a layer for its backward.");
   REQUIRE(mpi_test::all_ranks(stage3.peak_parameter_bytes() <= frozen + kept_bytes(stage3) + largest_layer));
   REQUIRE(stage3.peak_parameter_bytes() > frozen + kept_bytes(stage3));
   INFO("no parameter keeps a full .grad after the step");
