@@ -9,6 +9,7 @@
 // Prints a row per epoch, where each step's time went, and what each device
 // holds; the last JSON line is the run's result.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "data_parallel.hpp"
 #include "workbook/device.hpp"

@@ -3,6 +3,7 @@
 // chapter's benchmark in the order its manifest lists them. The tables are
 // bench_tables.cpp's.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <thread>
@@ -10,6 +11,7 @@
 #include "bench.hpp"
 #include "cli.hpp"
 #include "commands.hpp"
+#include "workbook/config.hpp"
 #include "workbook/errors.hpp"
 
 namespace workbook::cli {
@@ -24,11 +26,13 @@ bool Impl::not_done() const { return !runs.empty() && runs.back().status == Exit
 
 namespace {
 
-// Replaces {chapter_dir}, {source_dir} in a baseline's command line.
+// Replaces {chapter_dir}, {source_dir} and {python} (the Python whose torch the
+// build uses: the project's .venv, WorkbookTorch.cmake) in a baseline's command line.
 std::string expand(std::string text, const Chapter& chapter) {
   const std::pair<std::string, std::string> names[] = {
       {"{chapter_dir}", (source_dir() / "chapters" / chapter.folder).string()},
-      {"{source_dir}", source_dir().string()}};
+      {"{source_dir}", source_dir().string()},
+      {"{python}", std::string(workbook::config::python)}};
   for (const auto& [key, value] : names)
     for (size_t at; (at = text.find(key)) != std::string::npos;) text.replace(at, key.size(), value);
   return text;

@@ -17,6 +17,7 @@ int cmd_info() {
   const GpuRuntimeInfo gpu = gpu_runtime_info();
   fmt::print("workbook build   {}\n", build_dir().string());
   fmt::print("LibTorch         {}\n", config::torch_version);
+  fmt::print("Python           {} (its torch runs the baselines)\n", config::python);
   fmt::print("cores            {}\n", std::thread::hardware_concurrency());
   fmt::print("MPI launcher     {}\n", config::mpiexec.empty() ? "not found" : std::string(config::mpiexec));
   if (gpu.built_with_nccl)

@@ -1,5 +1,6 @@
 // commands_learner.cpp — list, check, hint, run: the learner's loop.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 

@@ -1,5 +1,6 @@
 // manifest.cpp — chapters (chapter.json), hints (hints.md) and saved state.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <fstream>

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <fstream>
 
+#include <fmt/ranges.h>
+
 #include "workbook/errors.hpp"
 
 namespace workbook {

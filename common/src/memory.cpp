@@ -8,9 +8,7 @@
 #include <limits>
 
 #include "workbook/communicator.hpp"
-#ifdef WORKBOOK_TORCH_CUDA
-#include <c10/cuda/CUDACachingAllocator.h>
-#endif
+#include "workbook/torch_compat.hpp"
 
 namespace workbook {
 
@@ -29,8 +27,7 @@ void tune_cpu_allocator() {
 int64_t peak_memory_bytes(const torch::Device& device) {
   if (device.is_cuda()) {
 #ifdef WORKBOOK_TORCH_CUDA
-    auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
-    return stats.allocated_bytes[static_cast<size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE)].peak;
+    return torch_compat::cuda_peak_allocated_bytes(device.index());
 #else
     return 0;
 #endif

@@ -6,6 +6,7 @@
 #include <torch/optim/serialize.h>
 
 #include "workbook/errors.hpp"
+#include "workbook/torch_compat.hpp"
 
 namespace ch06 {
 
@@ -64,7 +65,7 @@ torch::Tensor Lamb::step(LossClosure closure) {
     for (torch::Tensor& p : group.params()) {
       if (!p.grad().defined()) continue;
       const torch::Tensor& grad = p.grad();
-      const std::string key = c10::guts::to_string(p.unsafeGetTensorImpl());
+      const auto key = workbook::torch_compat::optimizer_state_key(p);
       if (!state_.count(key)) {
         auto fresh = std::make_unique<LambParamState>();
         fresh->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));

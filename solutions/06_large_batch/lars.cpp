@@ -4,6 +4,7 @@
 #include <torch/optim/serialize.h>
 
 #include "workbook/errors.hpp"
+#include "workbook/torch_compat.hpp"
 
 namespace ch06 {
 
@@ -75,7 +76,7 @@ torch::Tensor Lars::step(LossClosure closure) {
       }
       torch::Tensor update = grad;
       if (options.weight_decay() != 0) update = update.add(p, options.weight_decay());
-      const std::string key = c10::guts::to_string(p.unsafeGetTensorImpl());
+      const auto key = workbook::torch_compat::optimizer_state_key(p);
       if (!state_.count(key)) {
         auto fresh = std::make_unique<LarsParamState>();
         fresh->momentum_buffer(torch::zeros_like(p, torch::MemoryFormat::Preserve));

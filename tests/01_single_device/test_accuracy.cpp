@@ -1,6 +1,6 @@
 // The whole chapter on real data: FashionCNN, Adam 1e-3, batch 100, as
 // ch01_train runs it. Needs every exercise of Chapter 1 and Fashion-MNIST.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "single_device.hpp"
 #include "workbook/fashion_mnist.hpp"

@@ -1,5 +1,5 @@
 // Tests for ex1.1: epoch_order and make_batch.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "oracles.hpp"
 #include "single_device.hpp"

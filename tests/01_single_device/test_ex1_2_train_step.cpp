@@ -1,5 +1,5 @@
 // Tests for ex1.2: train_step against an SGD step computed by hand.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "oracles.hpp"
 #include "single_device.hpp"

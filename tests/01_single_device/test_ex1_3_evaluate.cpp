@@ -1,5 +1,5 @@
 // Tests for ex1.3: evaluate against a full-batch computation in eval mode.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "oracles.hpp"
 #include "single_device.hpp"

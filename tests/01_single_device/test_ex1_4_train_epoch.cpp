@@ -1,5 +1,5 @@
 // Tests for ex1.4: train_epoch against the same steps done by hand, and its clock.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include <chrono>
 #include <thread>

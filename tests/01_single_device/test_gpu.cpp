@@ -1,6 +1,6 @@
 // Chapter 1 on a CUDA device: the same answers as on the CPU. Tagged [gpu]:
 // run by `ctest --preset cuda` on a machine with a GPU, skipped elsewhere.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "gpu_tests.hpp"
 #include "oracles.hpp"

@@ -1,6 +1,6 @@
 // Tests for ex2.4: gather, on chunks cut by hand (not by scatter), so that
 // these tests exercise gather alone.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "data_parallel.hpp"
 #include "oracles.hpp"

@@ -1,6 +1,6 @@
 // Tests for ex2.5: the DataParallel forward pass and training step against a
 // single model on the whole batch.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 // Chapter 2 on CUDA devices (one GPU repeated when there is only one): the
 // same answers as on the CPU. Tagged [gpu]: run by `ctest --preset cuda`,
 // skipped elsewhere.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "data_parallel.hpp"
 #include "gpu_tests.hpp"

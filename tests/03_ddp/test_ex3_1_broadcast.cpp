@@ -1,5 +1,5 @@
 // Tests for ex3.1: broadcast_model makes every rank's model the root's.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "ddp.hpp"
 #include "mpi_test.hpp"

@@ -1,6 +1,6 @@
 // Tests for ex3.2: the DistributedSampler against PyTorch's definition,
 // written here independently: permutation, padding or dropping, striding.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include <set>
 

@@ -1,5 +1,5 @@
 // Tests for ex3.3: all_reduce_gradients averages exactly, in one all-reduce.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "ddp.hpp"
 #include "mpi_test.hpp"

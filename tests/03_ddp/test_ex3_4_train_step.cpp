@@ -1,5 +1,5 @@
 // Tests for ex3.4: N ranks of DDP equal one process training on the global batch.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "ddp.hpp"
 #include "mpi_test.hpp"

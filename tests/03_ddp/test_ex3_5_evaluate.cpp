@@ -1,5 +1,5 @@
 // Tests for ex3.5: exact distributed evaluation, every sample counted once.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "ddp.hpp"
 #include "mpi_test.hpp"

@@ -1,6 +1,6 @@
 // Tests for ex3.6: checkpoints written by rank 0, atomically, visible to
 // every rank when save returns; resuming gives bit-identical weights.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>

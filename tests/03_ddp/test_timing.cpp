@@ -1,6 +1,6 @@
 // A timing comparison measured in one run (tag [timing]: not in the default
 // suite): for many small gradients, one flat all-reduce beats one per parameter.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "ddp.hpp"
 #include "mpi_test.hpp"

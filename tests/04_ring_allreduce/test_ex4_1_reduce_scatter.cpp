@@ -1,6 +1,6 @@
 // Tests for ex4.1: after the ring reduce-scatter, rank r's segment
 // (r + 1) mod n holds the exact sum, and each rank sent n-1 segments.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "mpi_test.hpp"
 #include "ring.hpp"

@@ -1,6 +1,6 @@
 // Tests for ex4.2: after the ring all-gather, every rank holds every
 // rank's owned segment, and each rank sent n-1 segments.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "mpi_test.hpp"
 #include "ring.hpp"

@@ -1,6 +1,6 @@
 // Tests for ex4.3: the ring all-reduce on exact data, for the counts and
 // world sizes that break rings written for the easy case, and its traffic.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "mpi_test.hpp"
 #include "ring.hpp"

@@ -1,6 +1,6 @@
 // Tests for ex4.4: the bucket assignment PyTorch's DDP makes: reverse order,
 // a small first bucket, then a cap.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "reducer.hpp"
 #include "workbook/models.hpp"

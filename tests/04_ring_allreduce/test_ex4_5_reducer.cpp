@@ -1,7 +1,7 @@
 // Tests for ex4.5: the bucketed reducer averages exactly what a flat
 // all-reduce would, launches buckets in index order on every rank, and
 // keeps accumulated gradients.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include <chrono>
 #include <condition_variable>

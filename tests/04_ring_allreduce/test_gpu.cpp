@@ -1,6 +1,6 @@
 // The GPU path ([gpu]: run where CUDA is, skipped with a warning elsewhere):
 // the reduction kernel, and the ring over NCCL at world size 1.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "gpu_tests.hpp"
 #include "mpi_test.hpp"

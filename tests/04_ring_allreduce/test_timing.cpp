@@ -1,7 +1,7 @@
 // A timing comparison measured in one run (tag [timing]: not in the default
 // suite): the reference ring is within 2x of the MPI library's all-reduce at
 // 4 MiB. The bandwidth targets are the bench's (workbook bench ch04).
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "mpi_test.hpp"
 #include "ring.hpp"

@@ -1,6 +1,6 @@
 // Tests for ex5.1: the global batch's per-channel mean and variance, from
 // every rank's part of it, in one collective.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "mpi_test.hpp"
 #include "sync_bn.hpp"

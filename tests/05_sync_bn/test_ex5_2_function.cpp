@@ -1,7 +1,7 @@
 // Tests for ex5.2: normalizing with given global statistics, and the backward
 // pass, against BatchNorm2d on the concatenated batch. The statistics come
 // from the test, not from ex5.1, so ex5.2 can be done and tested on its own.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "mpi_test.hpp"
 #include "sync_bn.hpp"

@@ -1,7 +1,7 @@
 // Tests for ex5.3: the SyncBatchNorm2d layer against BatchNorm2d on the
 // concatenated batch: outputs, gradients, running statistics, and an eval
 // mode that communicates nothing.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "mpi_test.hpp"
 #include "sync_bn.hpp"

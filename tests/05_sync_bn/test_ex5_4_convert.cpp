@@ -1,7 +1,7 @@
 // Tests for ex5.4: convert_sync_batchnorm replaces every BatchNorm2d and keeps
 // its tensors; a converted FashionCNN then computes what one FashionCNN
 // computes on the global batch.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "mpi_test.hpp"
 #include "oracles.hpp"

@@ -1,6 +1,6 @@
 // Tests for ex5.5: the differentiable all-gather, on exact data: forward puts
 // rank r's rows at [r·B, (r+1)·B); backward sums every rank's gradient for them.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include <functional>
 #include <numeric>

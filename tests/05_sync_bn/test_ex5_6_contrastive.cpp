@@ -1,6 +1,6 @@
 // Tests for ex5.6: the gather-distributed NT-Xent loss and its gradients equal
 // the single-process loss on the global batch of real Fashion-MNIST views.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "gather.hpp"
 #include "mpi_test.hpp"

@@ -1,7 +1,7 @@
 // The GPU path ([gpu]: run where CUDA is, skipped with a warning elsewhere):
 // SyncBatchNorm2d and the differentiable all-gather over NCCL, world size 1,
 // against BatchNorm2d and a plain concatenation on the same GPU.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "gather.hpp"
 #include "gpu_tests.hpp"

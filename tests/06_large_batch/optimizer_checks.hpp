@@ -7,7 +7,7 @@
 
 #include <torch/torch.h>
 
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "ddp.hpp"
 #include "host_reads.hpp"

@@ -1,6 +1,6 @@
 // Tests for ex6.1: the learning rate at chosen points of a schedule, worked
 // out by hand from the rule (linear scaling, warm-up, step decay).
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "schedule.hpp"
 

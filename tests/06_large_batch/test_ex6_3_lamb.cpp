@@ -1,6 +1,6 @@
 // Tests for ex6.3: LAMB updates worked out by hand, the exclusions, and its
 // state in a checkpoint.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include <cmath>
 

@@ -1,6 +1,6 @@
 // Tests for ex6.4: K micro-batches on every rank make one step equal to a
 // single process's step on the whole global batch, with one all-reduce.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "accumulation.hpp"
 #include "accumulation_data.hpp"

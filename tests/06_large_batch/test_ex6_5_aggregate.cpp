@@ -1,6 +1,6 @@
 // Tests for ex6.5: with aggregation frequency k the ranks communicate once
 // every k batches, and each round is one step on all of its batches.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "accumulation.hpp"
 #include "accumulation_data.hpp"

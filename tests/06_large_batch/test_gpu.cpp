@@ -1,7 +1,7 @@
 // The GPU path ([gpu]: run where CUDA is, skipped with a warning elsewhere):
 // LARS and LAMB on CUDA tensors equal the same steps on the CPU, and an
 // accumulated step over NCCL (world size 1) equals one step on the whole batch.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "accumulation.hpp"
 #include "accumulation_data.hpp"

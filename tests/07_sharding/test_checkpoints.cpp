@@ -1,7 +1,7 @@
 // Checkpoints of sharded state (given code, on the stages of ex7.2, ex7.3 and
 // ex7.5: no exercise tag): saved by one stage, loaded by every stage, the
 // training goes on as if never interrupted.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include <filesystem>
 

@@ -1,6 +1,6 @@
 // Tests for ex7.1: the flat buffer's layout and each rank's pieces, against
 // an element-by-element oracle.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "sharding.hpp"
 #include "sharding_oracles.hpp"

@@ -1,6 +1,6 @@
 // Tests for ex7.2: stage 1 trains the model Chapter 3's DDP trains, sends
 // what it sends, and keeps 1/N of the optimizer state.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "mpi_test.hpp"
 #include "sharding.hpp"

@@ -1,6 +1,6 @@
 // Tests for ex7.3: stage 2 reduce-scatters each bucket from the hooks, keeps
 // only its shard, and still trains the model Chapter 3's DDP trains.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "mpi_test.hpp"
 #include "sharding.hpp"

@@ -1,6 +1,6 @@
 // Tests for ex7.4: norms of tensors split between ranks: per tensor, global
 // clipping, and LAMB's trust ratios under sharding.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "mpi_test.hpp"
 #include "sharding.hpp"

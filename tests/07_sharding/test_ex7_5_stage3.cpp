@@ -1,6 +1,6 @@
 // Tests for ex7.5: stage 3 gathers each layer around its use, keeps only
 // shards between, sends 1.5 times what DDP sends, and trains DDP's model.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "mpi_test.hpp"
 #include "sharding.hpp"

@@ -1,7 +1,7 @@
 // The GPU path ([gpu]: run where CUDA is, skipped with a warning elsewhere):
 // every stage over NCCL (on one GPU: world size 1) trains the model stage 0
 // trains, stage 3 freeing and re-allocating CUDA memory in between.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "gpu_tests.hpp"
 #include "mpi_test.hpp"

@@ -1,6 +1,6 @@
 // The stages with Chapter 6's LAMB: ex7.2, ex7.3 and ex7.5's steps with
 // ex7.4's norms (no exercise tag: it needs all four).
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "mpi_test.hpp"
 #include "sharding.hpp"

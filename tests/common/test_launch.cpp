@@ -1,5 +1,5 @@
 // The launch environment: rank, world size and local rank from each launcher's variables.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include <map>
 #include <string>
@@ -7,7 +7,7 @@
 #include "workbook/errors.hpp"
 #include "workbook/launch.hpp"
 
-using Catch::Matchers::Contains;
+using Catch::Matchers::ContainsSubstring;
 
 namespace {
 
@@ -36,14 +36,14 @@ TEST_CASE("each launcher's variables are read", "[launch]") {
     auto env = workbook::read_launch_env(fake({{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"},
                                                 {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}}));
     REQUIRE((env.rank == 3 && env.world_size == 4 && env.local_rank == 1 && env.local_size == 2));
-    REQUIRE_THAT(env.launcher, Contains("mpirun"));
+    REQUIRE_THAT(env.launcher, ContainsSubstring("mpirun"));
     REQUIRE(env.label() == "rank 3 of 4");
   }
   SECTION("srun: the step's task count before the job's") {
     auto env = workbook::read_launch_env(fake({{"SLURM_PROCID", "5"}, {"SLURM_STEP_NUM_TASKS", "8"},
                                                 {"SLURM_NTASKS", "16"}, {"SLURM_LOCALID", "1"}}));
     REQUIRE((env.rank == 5 && env.world_size == 8 && env.local_rank == 1));
-    REQUIRE_THAT(env.launcher, Contains("srun"));
+    REQUIRE_THAT(env.launcher, ContainsSubstring("srun"));
   }
   SECTION("srun without a step count") {
     auto env = workbook::read_launch_env(fake({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"}}));
@@ -66,26 +66,26 @@ TEST_CASE("each launcher's variables are read", "[launch]") {
     auto env = workbook::read_launch_env(fake({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"},
                                                 {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "8"}}));
     REQUIRE((env.rank == 1 && env.world_size == 2));
-    REQUIRE_THAT(env.launcher, Contains("mpirun"));
+    REQUIRE_THAT(env.launcher, ContainsSubstring("mpirun"));
   }
 }
 
 TEST_CASE("an incomplete or inconsistent launch environment is one clear error", "[launch]") {
   REQUIRE_THROWS_WITH(workbook::read_launch_env(fake({{"OMPI_COMM_WORLD_RANK", "0"}})),
-                      Contains("OMPI_COMM_WORLD_RANK is set but OMPI_COMM_WORLD_SIZE is not"));
+                      ContainsSubstring("OMPI_COMM_WORLD_RANK is set but OMPI_COMM_WORLD_SIZE is not"));
   // An salloc shell has SLURM_NTASKS but no SLURM_PROCID: a plain process there is a single process.
   REQUIRE(workbook::read_launch_env(fake({{"SLURM_NTASKS", "2"}, {"SLURM_JOB_ID", "5"}})).world_size == 1);
   REQUIRE_THROWS_WITH(workbook::read_launch_env(fake({{"SLURM_PROCID", "0"}})),
-                      Contains("SLURM_PROCID is set but SLURM_STEP_NUM_TASKS (or SLURM_NTASKS) is not"));
+                      ContainsSubstring("SLURM_PROCID is set but SLURM_STEP_NUM_TASKS (or SLURM_NTASKS) is not"));
   REQUIRE_THROWS_WITH(workbook::read_launch_env(fake({{"PMI_RANK", "2"}, {"PMI_SIZE", "2"}})),
-                      Contains("PMI_RANK=2 is not a rank of a 2-process job"));
+                      ContainsSubstring("PMI_RANK=2 is not a rank of a 2-process job"));
   REQUIRE_THROWS_WITH(workbook::read_launch_env(fake({{"OMPI_COMM_WORLD_RANK", "one"}, {"OMPI_COMM_WORLD_SIZE", "2"}})),
-                      Contains("OMPI_COMM_WORLD_RANK=one is not a process number"));
+                      ContainsSubstring("OMPI_COMM_WORLD_RANK=one is not a process number"));
   REQUIRE_THROWS_WITH(workbook::read_launch_env(fake({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "0"}})),
-                      Contains("not a rank of a 0-process job"));
+                      ContainsSubstring("not a rank of a 0-process job"));
   REQUIRE_THROWS_WITH(workbook::read_launch_env(fake({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "4"},
                                                       {"OMPI_COMM_WORLD_LOCAL_RANK", "2"},
                                                       {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}})),
-                      Contains("local rank 2 is larger than rank 1"));
+                      ContainsSubstring("local rank 2 is larger than rank 1"));
   REQUIRE_THROWS_AS(workbook::read_launch_env(fake({{"JSM_NAMESPACE_SIZE", "4"}})), workbook::UserError);
 }

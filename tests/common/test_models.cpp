@@ -1,5 +1,5 @@
 // The models: FashionCNN's exact size and shapes; TinyNet; copying state.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "workbook/models.hpp"
 

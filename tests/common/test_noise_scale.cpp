@@ -1,6 +1,6 @@
 // Tests for workbook/noise_scale.hpp: the estimator of the gradient noise
 // scale, against exact arithmetic and against gradients whose noise is known.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include "workbook/noise_scale.hpp"
 

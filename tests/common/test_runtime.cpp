@@ -1,5 +1,5 @@
 // Devices, threads, memory, tables and JSON lines.
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -9,13 +9,13 @@
 #include "workbook/memory.hpp"
 #include "workbook/results.hpp"
 
-using Catch::Matchers::Contains;
+using Catch::Matchers::ContainsSubstring;
 
 TEST_CASE("parse_device accepts cpu and explains a missing GPU", "[runtime]") {
   REQUIRE(workbook::parse_device("cpu") == torch::Device(torch::kCPU));
-  REQUIRE_THROWS_WITH(workbook::parse_device("gpu"), Contains("--device must be cpu, cuda or cuda:N"));
+  REQUIRE_THROWS_WITH(workbook::parse_device("gpu"), ContainsSubstring("--device must be cpu, cuda or cuda:N"));
   if (!torch::cuda::is_available()) {
-    REQUIRE_THROWS_WITH(workbook::parse_device("cuda"), Contains("no CUDA device"));
+    REQUIRE_THROWS_WITH(workbook::parse_device("cuda"), ContainsSubstring("no CUDA device"));
   }
 }
 

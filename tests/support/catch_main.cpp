@@ -6,7 +6,7 @@
 // `workbook` CLI reads it to tell a learner which exercise is not started,
 // failing or done, and to show the first failure.
 #define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 
 #include <cstdlib>
 #include <fstream>
@@ -19,9 +19,9 @@
 
 namespace {
 
-class ResultsListener : public Catch::TestEventListenerBase {
+class ResultsListener : public catch2_compat::ListenerBase {
  public:
-  using TestEventListenerBase::TestEventListenerBase;
+  using ListenerBase::ListenerBase;
 
   void testCaseStarting(const Catch::TestCaseInfo& info) override { current_ = test_record::start(info); }
 
@@ -55,5 +55,8 @@ int main(int argc, char** argv) {
   // LibTorch may start with one intra-op thread: use the cores we may run on.
   workbook::tune_cpu_allocator();
   workbook::set_threads(workbook::available_cores());
-  return Catch::Session().run(argc, argv);
+  Catch::Session session;
+  if (const int parse = session.applyCommandLine(argc, argv); parse != 0) return parse;
+  catch2_compat::allow_no_tests(session);
+  return session.run();
 }

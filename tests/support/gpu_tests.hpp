@@ -1,7 +1,7 @@
 // gpu_tests.hpp — for [gpu] test cases: run on a machine with CUDA, skipped
 // (with a warning, not a pass in disguise) elsewhere.
 #pragma once
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 #include <torch/torch.h>
 
 namespace gpu_tests {

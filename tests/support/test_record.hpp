@@ -2,14 +2,14 @@
 // first failed assertion ($WORKBOOK_RESULTS), shared by the single-process
 // runner (catch_main.cpp) and the multi-process one (mpi_main.cpp).
 #pragma once
-#include <catch2/catch.hpp>
+#include "catch2_compat.hpp"
 #include <nlohmann/json.hpp>
 
 namespace test_record {
 
 // {"name", "tags", "file", "line", "passed": true}, before the test runs.
 inline nlohmann::json start(const Catch::TestCaseInfo& info) {
-  return {{"name", info.name}, {"tags", info.tags}, {"file", info.lineInfo.file},
+  return {{"name", info.name}, {"tags", catch2_compat::tags(info)}, {"file", info.lineInfo.file},
           {"line", info.lineInfo.line}, {"passed", true}};
 }
 

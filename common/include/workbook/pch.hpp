@@ -2,6 +2,7 @@
 #pragma once
 #include <torch/torch.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fmt/ostream.h>
 #include <nlohmann/json.hpp>
 #include <chrono>
