@@ -4,6 +4,7 @@
 #include <torch/optim/serialize.h>
 
 #include "workbook/errors.hpp"
+#include "workbook/torch_compat.hpp"
 
 namespace ch06 {
 

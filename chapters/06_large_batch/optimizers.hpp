@@ -77,7 +77,7 @@ class Lars : public torch::optim::Optimizer {
              defaults) {}
   // ex6.2: one update of every parameter with a gradient, as above. The
   // momentum buffer of a parameter is created (zeros) at its first step and
-  // kept in state() under its key (c10::guts::to_string(p.unsafeGetTensorImpl())).
+  // kept in state() under its key (workbook::torch_compat::optimizer_state_key(p), Note [an optimizer's state key]).
   torch::Tensor step(LossClosure closure = nullptr) override;
   void save(torch::serialize::OutputArchive& archive) const override;  // given
   void load(torch::serialize::InputArchive& archive) override;         // given

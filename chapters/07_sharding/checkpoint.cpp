@@ -7,11 +7,14 @@
 
 #include "ddp.hpp"  // Chapter 3's reference: save_checkpoint, load_checkpoint
 #include "workbook/errors.hpp"
+#include "workbook/torch_compat.hpp"
 
 namespace ch07 {
 namespace {
 
-std::string key_of(const torch::Tensor& tensor) { return c10::guts::to_string(tensor.unsafeGetTensorImpl()); }
+workbook::torch_compat::OptimizerStateKey key_of(const torch::Tensor& tensor) {
+  return workbook::torch_compat::optimizer_state_key(tensor);
+}
 
 // The tensors of a state this chapter's optimizers keep, in a fixed order,
 // and its step count.
@@ -30,7 +33,7 @@ int64_t step_of(torch::optim::OptimizerParamState& state) {
   return dynamic_cast<ch06::LambParamState&>(state).step();
 }
 
-using States = ska::flat_hash_map<std::string, std::unique_ptr<torch::optim::OptimizerParamState>>;
+using States = std::remove_reference_t<decltype(std::declval<torch::optim::Optimizer&>().state())>;  // LibTorch's own map
 
 // For every parameter of every group: its state, cut out of the group's
 // owned state gathered from every rank. Collective.

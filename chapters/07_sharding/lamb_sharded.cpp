@@ -7,6 +7,7 @@
 #include <torch/optim/serialize.h>
 
 #include "workbook/errors.hpp"
+#include "workbook/torch_compat.hpp"
 
 namespace ch07 {
 namespace {
@@ -32,7 +33,7 @@ class ShardedLamb : public torch::optim::Optimizer {
       torch::Tensor& w = param_groups_[0].params()[g];
       const Partition& partition = groups_[g]->partition();
       const torch::Tensor& grad = w.grad();
-      const std::string key = c10::guts::to_string(w.unsafeGetTensorImpl());
+      const auto key = workbook::torch_compat::optimizer_state_key(w);
       if (!state_.count(key)) {
         auto fresh = std::make_unique<ch06::LambParamState>();
         fresh->exp_avg(torch::zeros_like(w));

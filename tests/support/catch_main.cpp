@@ -21,7 +21,7 @@ namespace {
 
 class ResultsListener : public catch2_compat::ListenerBase {
  public:
-  using ListenerBase::ListenerBase;
+  using catch2_compat::ListenerBase::ListenerBase;
 
   void testCaseStarting(const Catch::TestCaseInfo& info) override { current_ = test_record::start(info); }
 

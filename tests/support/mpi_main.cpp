@@ -74,7 +74,7 @@ std::vector<std::string> gather_strings(const std::string& mine) {
 
 class MpiResultsListener : public catch2_compat::ListenerBase {
  public:
-  using ListenerBase::ListenerBase;
+  using catch2_compat::ListenerBase::ListenerBase;
 
   void testCaseStarting(const Catch::TestCaseInfo& info) override {
     std::lock_guard<std::timed_mutex> lock(mutex_);

@@ -28,9 +28,10 @@ struct MapKey<ska::flat_hash_map<K, V, Rest...>> {
 using OptimizerStateKey =
     typename MapKey<std::remove_cv_t<std::remove_reference_t<decltype(std::declval<torch::optim::Optimizer&>().state())>>>::type;
 
-inline OptimizerStateKey optimizer_state_key(const torch::Tensor& parameter) {
+template <typename Key = OptimizerStateKey>  // a template, so that only the branch for this LibTorch compiles
+Key optimizer_state_key(const torch::Tensor& parameter) {
   void* address = parameter.unsafeGetTensorImpl();
-  if constexpr (std::is_same_v<OptimizerStateKey, std::string>) {
+  if constexpr (std::is_same_v<Key, std::string>) {
     std::ostringstream text;  // what c10::guts::to_string wrote
     text << address;
     return text.str();
