@@ -45,7 +45,8 @@ void Lamb::load(torch::serialize::InputArchive& archive) {
 }
 
 Lamb::Lamb(std::vector<torch::optim::OptimizerParamGroup> param_groups, LambOptions defaults)
-    : Optimizer(std::move(param_groups), std::make_unique<LambOptions>(defaults)) {
+    : Optimizer(param_groups, std::make_unique<LambOptions>(defaults)) {
+  workbook::torch_compat::keep_group_options(param_groups_, param_groups);  // Note [a group's own options]
   WB_CHECK(defaults.lr() >= 0 && defaults.weight_decay() >= 0 && defaults.eps() > 0 && defaults.beta1() >= 0 &&
                defaults.beta1() < 1 && defaults.beta2() >= 0 && defaults.beta2() < 1,
            "LAMB: lr {} and weight_decay {} must be >= 0, eps {} > 0, betas ({}, {}) in [0, 1)", defaults.lr(),

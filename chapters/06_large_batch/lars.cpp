@@ -41,7 +41,8 @@ void Lars::load(torch::serialize::InputArchive& archive) {
 }
 
 Lars::Lars(std::vector<torch::optim::OptimizerParamGroup> param_groups, LarsOptions defaults)
-    : Optimizer(std::move(param_groups), std::make_unique<LarsOptions>(defaults)) {
+    : Optimizer(param_groups, std::make_unique<LarsOptions>(defaults)) {
+  workbook::torch_compat::keep_group_options(param_groups_, param_groups);  // Note [a group's own options]
   WB_CHECK(defaults.lr() >= 0 && defaults.momentum() >= 0 && defaults.weight_decay() >= 0 &&
                defaults.trust_coefficient() > 0,
            "LARS: lr {}, momentum {} and weight_decay {} must be >= 0 and trust_coefficient {} > 0", defaults.lr(),

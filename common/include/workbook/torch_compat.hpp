@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #ifdef WORKBOOK_TORCH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -38,6 +39,21 @@ Key optimizer_state_key(const torch::Tensor& parameter) {
   } else {
     return address;
   }
+}
+
+// Note: [a group's own options] Newer LibTorch releases merge a parameter
+// group's options into the optimizer's defaults field by field, but only for
+// the options classes of LibTorch's own optimizers; a group of any other
+// optimizer (LARS, LAMB here) silently gets the defaults instead of its own
+// options. A hand-written optimizer's constructor hands the groups it was
+// given to this function, which puts each group's own options back (in older
+// releases, which kept them, it changes nothing).
+inline void keep_group_options(std::vector<torch::optim::OptimizerParamGroup>& installed,
+                               const std::vector<torch::optim::OptimizerParamGroup>& given) {
+  TORCH_CHECK(installed.size() == given.size(), "keep_group_options: ", installed.size(), " groups installed, ",
+              given.size(), " given");
+  for (size_t i = 0; i < given.size(); ++i)
+    if (given[i].has_options()) installed[i].set_options(given[i].options().clone());
 }
 
 #ifdef WORKBOOK_TORCH_CUDA
