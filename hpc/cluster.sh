@@ -306,6 +306,23 @@ check_node() {
 # $0 is the node's name in this shell snippet.
 readonly enter_node='mount --bind "/etc/netns/$0/hosts" /etc/hosts && hostname "$0"'
 
+# Note: [Open MPI 4 and 5] Open MPI 5 hands starting the ranks to PRRTE,
+# which reads its own variables (PRTE_MCA_*) under its own names: the launch
+# agent is plm_ssh_agent, binding hwloc_default_binding_policy; the out-of-band
+# channel's oob_tcp_* keep their names. The BTLs stay Open MPI's (OMPI_MCA_*),
+# and 5 still takes vader as the old name of its shared-memory BTL, sm. Both
+# generations' variables are set: each ignores the other's.
+export_openmpi_settings() {
+  export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=$subnet
+  local prefix
+  for prefix in OMPI_MCA PRTE_MCA; do
+    export "${prefix}_oob_tcp_if_include=$subnet" "${prefix}_oob_tcp_keepalive_time=5" \
+      "${prefix}_oob_tcp_keepalive_intvl=1" "${prefix}_oob_tcp_keepalive_probes=3"
+  done
+  export OMPI_MCA_plm_rsh_agent="$script agent" OMPI_MCA_hwloc_base_binding_policy=none   # Open MPI 4
+  export PRTE_MCA_plm_ssh_agent="$script agent" PRTE_MCA_hwloc_default_binding_policy=none # Open MPI 5
+}
+
 # exec NODE COMMAND...: the command in NODE's network namespace, with its
 # hostname (a UTS namespace of its own), its /etc/hosts, and Open MPI told
 # how to reach the other nodes (Note [how Open MPI sees the nodes]) through
@@ -317,10 +334,7 @@ cmd_exec() {
   check_node "$1"
   local node=$1
   shift
-  export OMPI_MCA_plm_rsh_agent="$script agent" OMPI_MCA_btl=self,vader,tcp \
-    OMPI_MCA_btl_tcp_if_include=$subnet OMPI_MCA_oob_tcp_if_include=$subnet \
-    OMPI_MCA_oob_tcp_keepalive_time=5 OMPI_MCA_oob_tcp_keepalive_intvl=1 OMPI_MCA_oob_tcp_keepalive_probes=3 \
-    OMPI_MCA_hwloc_base_binding_policy=none
+  export_openmpi_settings
   [ ! -f "$state_dir/slurm/slurm.conf" ] || export SLURM_CONF="$state_dir/slurm/slurm.conf"
   exec nsenter --net="/run/netns/$node" unshare --uts --mount -- sh -c "$enter_node"' && exec "$@"' "$node" "$@"
 }

@@ -42,12 +42,12 @@ usage() { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 # --- pack: on the Debian machine -------------------------------------------
 
 # The files of Debian package $1 that a build needs: headers, CMake files,
-# libraries (no static archives, no documentation).
+# libraries (no documentation; no static zlib or OpenSSL, Catch2 needs its own).
 package_files() {
   dpkg -L "$1" | while read -r path; do
     [[ -f $path || -L $path ]] || continue
     case $path in
-      /usr/share/doc/* | /usr/share/man/* | /usr/share/lintian/* | *.a) ;;
+      /usr/share/doc/* | /usr/share/man/* | /usr/share/lintian/* | */libcrypto.a | */libssl.a | */libz.a) ;;
       *) echo "$path" ;;
     esac
   done
@@ -206,9 +206,9 @@ wheel, prefix = sys.argv[1:]
 with zipfile.ZipFile(wheel) as archive:
     for entry in archive.infolist():
         parts = entry.filename.split("/")
-        if entry.is_dir() or len(parts) < 4 or parts[1:3] != ["data"] or not parts[0].endswith(".data"):
+        if entry.is_dir() or len(parts) < 3 or parts[1] != "data" or not parts[0].endswith(".data"):
             continue
-        target = os.path.join(prefix, *parts[3:])
+        target = os.path.join(prefix, *parts[2:])
         os.makedirs(os.path.dirname(target), exist_ok=True)
         with archive.open(entry) as source, open(target, "wb") as sink:
             sink.write(source.read())

@@ -15,8 +15,15 @@
 using Catch::Approx;  // global in Catch2 2
 
 namespace catch2_compat {
-using ListenerBase = Catch::EventListenerBase;     // TestEventListenerBase in Catch2 2
-using ListenerConfig = const Catch::IConfig*;      // what a listener's constructor takes
+using ListenerConfig = const Catch::IConfig*;  // what a listener's constructor takes
+// A listener's base: it overrides assertion_ended(), which Catch2 3's
+// assertionEnded (void) and Catch2 2's (bool: "keep going") both call.
+class ListenerBase : public Catch::EventListenerBase {  // TestEventListenerBase in Catch2 2
+ public:
+  explicit ListenerBase(ListenerConfig config) : Catch::EventListenerBase(config) {}
+  virtual void assertion_ended(const Catch::AssertionStats&) {}
+  void assertionEnded(const Catch::AssertionStats& stats) final { assertion_ended(stats); }
+};
 inline std::vector<std::string> tags(const Catch::TestCaseInfo& info) {
   std::vector<std::string> names;
   for (const Catch::Tag& tag : info.tags) names.emplace_back(tag.original.data(), tag.original.size());
@@ -44,8 +51,16 @@ inline StdString::ContainsMatcher ContainsSubstring(const std::string& text,
 namespace catch2_compat {
 inline std::vector<std::string> tags(const Catch::TestCaseInfo& info) { return info.tags; }
 #ifdef CATCH_CONFIG_RUNNER  // Catch2 2 declares its runner's types in the runner's file only
-using ListenerBase = Catch::TestEventListenerBase;
 using ListenerConfig = const Catch::ReporterConfig&;
+class ListenerBase : public Catch::TestEventListenerBase {  // the same as Catch2 3's above
+ public:
+  explicit ListenerBase(ListenerConfig config) : Catch::TestEventListenerBase(config) {}
+  virtual void assertion_ended(const Catch::AssertionStats&) {}
+  bool assertionEnded(const Catch::AssertionStats& stats) final {
+    assertion_ended(stats);
+    return true;
+  }
+};
 inline void set_report_file(Catch::Session& session, const std::string& path) {
   session.configData().outputFilename = path;
 }

@@ -25,9 +25,8 @@ class ResultsListener : public catch2_compat::ListenerBase {
 
   void testCaseStarting(const Catch::TestCaseInfo& info) override { current_ = test_record::start(info); }
 
-  bool assertionEnded(const Catch::AssertionStats& stats) override {
+  void assertion_ended(const Catch::AssertionStats& stats) override {
     if (!stats.assertionResult.isOk() && !current_.contains("failure")) current_["failure"] = test_record::failure(stats);
-    return true;
   }
 
   void testCaseEnded(const Catch::TestCaseStats& stats) override {

@@ -86,14 +86,14 @@ class MpiResultsListener : public catch2_compat::ListenerBase {
     workbook::watchdog::arm(fmt::format("test \"{}\"", info.name), limit);
   }
 
-  bool assertionEnded(const Catch::AssertionStats& stats) override {
+  void assertion_ended(const Catch::AssertionStats& stats) override {
     const Catch::AssertionResult& result = stats.assertionResult;
-    if (result.isOk()) return true;
+    if (result.isOk()) return;
     if (result.getResultType() == Catch::ResultWas::FatalErrorCondition) fatal_ = true;
     // After a signal, this runs inside the signal handler, on the thread the
     // signal interrupted (which may hold the lock): never wait for it then.
     std::unique_lock<std::timed_mutex> lock(mutex_, std::defer_lock);
-    if (fatal_ ? !lock.try_lock() : (lock.lock(), false)) return true;
+    if (fatal_ ? !lock.try_lock() : (lock.lock(), false)) return;
     nlohmann::json failure = test_record::failure(stats);
     failure["rank"] = g_env.rank;
     const std::string message = failure["message"];
@@ -107,7 +107,6 @@ class MpiResultsListener : public catch2_compat::ListenerBase {
       if (!message.empty()) fmt::print(stderr, "  {}\n", message);
       if (!messages.empty()) fmt::print(stderr, "  {}", messages);
     }
-    return true;
   }
 
   void testCaseEnded(const Catch::TestCaseStats& stats) override {

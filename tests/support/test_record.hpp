@@ -19,7 +19,7 @@ inline nlohmann::json failure(const Catch::AssertionStats& stats) {
   const Catch::AssertionResult& result = stats.assertionResult;
   std::string messages;
   for (const auto& info : stats.infoMessages) messages += info.message + "\n";
-  std::string message = result.getMessage();
+  std::string message(result.getMessage());  // a StringRef in Catch2 3
   message = message.substr(0, message.find("\nException raised from"));
   return {{"file", result.getSourceInfo().file},
           {"line", result.getSourceInfo().line},
