@@ -7,6 +7,7 @@ tensors and batches gathered with index_select from a seeded permutation.
 Only the frontend differs, so the ratio of samples/s measures what C++ buys.
 
     python3 pytorch_baseline.py --epochs 1 --train-samples 20000 --threads 2 --json out.jsonl
+    python3 pytorch_baseline.py ... --compile      # the same through torch.compile
 """
 import argparse
 import gzip
@@ -70,6 +71,8 @@ def main():
     p.add_argument("--data", default=os.environ.get("WORKBOOK_DATA", "/usr/share/datasets/fashion-mnist"))
     p.add_argument("--device", default="cpu")
     p.add_argument("--json", default=None)
+    p.add_argument("--compile", action="store_true",
+                   help="train through torch.compile (its compilation falls in the untimed warm-up steps)")
     args = p.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -80,6 +83,7 @@ def main():
     train_x, train_y, test_x, test_y = (t.to(device) for t in (train_x, train_y, test_x, test_y))
     model = FashionCNN().to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+    train_model = torch.compile(model) if args.compile else model
     n = train_x.shape[0]
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
 
@@ -96,7 +100,7 @@ def main():
             rows = order[begin:begin + args.batch]
             x, y = train_x.index_select(0, rows), train_y.index_select(0, rows)
             optimizer.zero_grad()
-            loss = F.cross_entropy(model(x), y)
+            loss = F.cross_entropy(train_model(x), y)
             loss.backward()
             optimizer.step()
             if step >= warmup:
@@ -112,7 +116,7 @@ def main():
             logits = model(test_x[begin:begin + 1000])
             correct += int((logits.argmax(1) == test_y[begin:begin + 1000]).sum())
     result = {
-        "type": "result", "chapter": "ch01", "config": "pytorch-python", "device": str(device), "ranks": 1,
+        "type": "result", "chapter": "ch01", "config": "pytorch-compile" if args.compile else "pytorch-python", "device": str(device), "ranks": 1,
         "threads": args.threads, "epochs": args.epochs, "batch": args.batch, "train_samples": n,
         "test_accuracy": correct / test_x.shape[0], "samples_per_s": timed_samples / timed_seconds,
         "epoch_s": sum(epoch_seconds) / len(epoch_seconds),
