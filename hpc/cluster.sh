@@ -316,11 +316,15 @@ export_openmpi_settings() {
   export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=$subnet
   local prefix
   for prefix in OMPI_MCA PRTE_MCA; do
-    export "${prefix}_oob_tcp_if_include=$subnet" "${prefix}_oob_tcp_keepalive_time=5" \
-      "${prefix}_oob_tcp_keepalive_intvl=1" "${prefix}_oob_tcp_keepalive_probes=3"
+    export "${prefix}_oob_tcp_keepalive_time=5" "${prefix}_oob_tcp_keepalive_intvl=1" \
+      "${prefix}_oob_tcp_keepalive_probes=3"
   done
-  export OMPI_MCA_plm_rsh_agent="$script agent" OMPI_MCA_hwloc_base_binding_policy=none   # Open MPI 4
-  export PRTE_MCA_plm_ssh_agent="$script agent" PRTE_MCA_hwloc_default_binding_policy=none # Open MPI 5
+  # Open MPI 4
+  export OMPI_MCA_plm_rsh_agent="$script agent" OMPI_MCA_hwloc_base_binding_policy=none \
+    OMPI_MCA_oob_tcp_if_include=$subnet
+  # Open MPI 5 (PRRTE 3 takes an interface's name there, not a subnet: every node's is eth0)
+  export PRTE_MCA_plm_ssh_agent="$script agent" PRTE_MCA_hwloc_default_binding_policy=none \
+    PRTE_MCA_oob_tcp_if_include=eth0
 }
 
 # exec NODE COMMAND...: the command in NODE's network namespace, with its
