@@ -126,7 +126,7 @@ stage() {
   log=$(mktemp)
   echo "=== gpu_check.sh: $name"
   set +e
-  "stage_$name" 2>&1 | tee "$log"
+  (set -e; "stage_$name") 2>&1 | tee "$log"  # a stage stops at its first failing command
   status=${PIPESTATUS[0]}
   set -e
   local verdict="passed"
