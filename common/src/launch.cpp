@@ -78,8 +78,11 @@ LaunchEnv read_launch_env(const GetEnv& getenv_given) {
     // Without a local rank (pbsdsh), one process per node is assumed.
     env.local_rank = read_int(getenv, l.local_rank, l.name).value_or(0);
     env.local_size = read_int(getenv, l.local_size, l.name).value_or(0);
-    WB_CHECK(env.local_rank <= env.rank, "{}: local rank {} is larger than rank {}: the environment is inconsistent",
-             l.name, env.local_rank, env.rank);
+    // Note: local ranks need not follow ranks: Open MPI 5 (PRRTE), oversubscribed,
+    // gives rank 1 of 3 local rank 2. Only their range is checked.
+    WB_CHECK(env.local_size <= env.world_size,
+             "{}: local size {} is larger than the job's {} processes: the environment is inconsistent", l.name,
+             env.local_size, env.world_size);
     WB_CHECK(env.local_size == 0 || env.local_rank < env.local_size,
              "{}: local rank {} is not below the local size {}: the environment is inconsistent", l.name,
              env.local_rank, env.local_size);

@@ -85,7 +85,16 @@ TEST_CASE("an incomplete or inconsistent launch environment is one clear error",
                       ContainsSubstring("not a rank of a 0-process job"));
   REQUIRE_THROWS_WITH(workbook::read_launch_env(fake({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "4"},
                                                       {"OMPI_COMM_WORLD_LOCAL_RANK", "2"},
-                                                      {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}})),
-                      ContainsSubstring("local rank 2 is larger than rank 1"));
+                                                      {"OMPI_COMM_WORLD_LOCAL_SIZE", "5"}})),
+                      ContainsSubstring("local size 5 is larger than the job's 4 processes"));
+  REQUIRE_THROWS_WITH(workbook::read_launch_env(fake({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "4"},
+                                                      {"OMPI_COMM_WORLD_LOCAL_RANK", "2"},
+                                                      {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}})),
+                      ContainsSubstring("local rank 2 is not below the local size 2"));
+  // Open MPI 5, 3 ranks oversubscribed on 2 cores: local ranks 0, 2, 1. Consistent.
+  REQUIRE(workbook::read_launch_env(fake({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "3"},
+                                          {"OMPI_COMM_WORLD_LOCAL_RANK", "2"},
+                                          {"OMPI_COMM_WORLD_LOCAL_SIZE", "3"}}))
+              .local_rank == 2);
   REQUIRE_THROWS_AS(workbook::read_launch_env(fake({{"JSM_NAMESPACE_SIZE", "4"}})), workbook::UserError);
 }
