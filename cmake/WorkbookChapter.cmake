@@ -132,6 +132,17 @@ function(workbook_chapter_shares_code folder out)
   set(${out} ${same} PARENT_SCOPE)
 endfunction()
 
+# Note: [one compile per chapter's tests] Every test file includes LibTorch
+# and Catch2 and instantiates the same templates; compiled apart, a chapter's
+# eight files pay for that eight times. Built as one unity source they pay
+# once. In one source, the files' anonymous namespaces are one namespace:
+# two test files of a chapter must not define helpers of the same name.
+# Nothing rebuilds them while a learner works: the exercises are in the
+# chapter's library.
+function(workbook_unity_tests target)
+  set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 0)
+endfunction()
+
 # Object files that both builds of a chapter link (`name` holds `sources`,
 # compiled once against the reference's headers).
 function(workbook_shared_objects name folder uses)
@@ -168,6 +179,7 @@ function(workbook_add_chapter folder)
       workbook_shared_objects(test_${id}_objects ${folder} "${uses}" ${tests})
       target_link_libraries(test_${id}_objects PRIVATE ${test_main})
       workbook_use_test_pch(test_${id}_objects)
+      workbook_unity_tests(test_${id}_objects)
     endif()
   endif()
 
@@ -217,6 +229,7 @@ function(workbook_add_chapter folder)
       else()
         add_executable(test_${id}_${flavor} ${tests})
         workbook_use_test_pch(test_${id}_${flavor})
+        workbook_unity_tests(test_${id}_${flavor})
       endif()
       target_link_libraries(test_${id}_${flavor} PRIVATE ${id}_${flavor} ${test_main})
       workbook_add_tests(test_${id}_${flavor} "${flavor};${id}" tests/${folder} RANKS ${test_ranks})

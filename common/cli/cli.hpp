@@ -234,7 +234,10 @@ TestRun run_tests(const std::string& binary, const std::string& filter, int rank
 // A chapter's tests of one flavor ("student" or "solution"): once, or at each
 // of its test_ranks (the further counts with [npN] added to the filter), the
 // runs merged: a test passes when it passed in every run it was part of.
-TestRun run_chapter_tests(const Chapter& chapter, const std::string& flavor, const std::string& filter);
+// With stop_at_failure, the further counts are not run once a test has
+// failed (`dev mutants`: one refusal decides).
+TestRun run_chapter_tests(const Chapter& chapter, const std::string& flavor, const std::string& filter,
+                          bool stop_at_failure = false);
 
 enum class ExerciseState { NotStarted, Failing, Done, NoTests, NotRun };
 std::string state_name(ExerciseState state);

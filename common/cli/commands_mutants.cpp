@@ -7,8 +7,9 @@
 // made the reference: every file there with solution regions gets its
 // solution's text. Then, for each mutant: its file is patched, the chapter's
 // student tests are rebuilt (one file recompiles) and the exercise's tests
-// run. A mutant that compiles and passes them all is ACCEPTED: the tests miss
-// the very mistake it makes. The skeletons are written back on every way out
+// run, at each of the chapter's rank counts until one refuses it. A mutant
+// that compiles and passes them all is ACCEPTED: the tests miss the very
+// mistake it makes. The skeletons are written back on every way out
 // of the command, and it refuses to start while any of them holds a learner's
 // work: it is meant for a clean checkout (CI, a maintainer's clone).
 #include <fmt/format.h>
@@ -132,6 +133,7 @@ int cmd_dev_mutants(const std::optional<std::string>& only) {
     fmt::print("{}:\n", chapter.id);
     std::fflush(stdout);
     for (const Mutant* m : chapter_mutants) {
+      const auto mutant_started = std::chrono::steady_clock::now();
       const fs::path solution = source_dir() / m->solution;
       const fs::path student = source_dir() / "chapters" / fs::relative(m->solution, "solutions");
       write_file(student, read_file(solution));  // the previous mutant's file back to the reference
@@ -149,15 +151,18 @@ int cmd_dev_mutants(const std::optional<std::string>& only) {
         ++problems;
         continue;
       }
-      const TestRun run = run_chapter_tests(chapter, "student", "[" + m->exercise + "]");
+      const TestRun run = run_chapter_tests(chapter, "student", "[" + m->exercise + "]", /*stop_at_failure=*/true);
       std::vector<std::string> refusing;
       for (const TestRecord& r : run.records)
         if (!r.passed) refusing.push_back(r.name);
+      const double mutant_seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - mutant_started).count();
       if (!refusing.empty()) {
-        fmt::print("  refused  {}, by \"{}\"{}\n", m->name, refusing.front(),
-                   refusing.size() > 1 ? fmt::format(" and {} more", refusing.size() - 1) : "");
+        fmt::print("  refused  {}, by \"{}\"{} ({:.0f} s)\n", m->name, refusing.front(),
+                   refusing.size() > 1 ? fmt::format(" and {} more", refusing.size() - 1) : "", mutant_seconds);
       } else if (!run.ran || run.exit_code != 0) {
-        fmt::print("  refused  {}: the test run stopped (exit status {})\n", m->name, run.exit_code);
+        fmt::print("  refused  {}: the test run stopped (exit status {}, {:.0f} s)\n", m->name, run.exit_code,
+                   mutant_seconds);
       } else {
         fmt::print("  ACCEPTED {}: every {} test passes, yet {}\n", m->name, m->exercise, m->what);
         ++accepted;

@@ -62,7 +62,8 @@ TestRun run_tests(const std::string& binary, const std::string& filter, int rank
   return run;
 }
 
-TestRun run_chapter_tests(const Chapter& chapter, const std::string& flavor, const std::string& filter) {
+TestRun run_chapter_tests(const Chapter& chapter, const std::string& flavor, const std::string& filter,
+                          bool stop_at_failure) {
   const std::string binary = "test_" + chapter.id + "_" + flavor;
   if (chapter.test_ranks.empty()) return run_tests(binary, filter);
   TestRun merged;
@@ -84,6 +85,9 @@ TestRun run_chapter_tests(const Chapter& chapter, const std::string& flavor, con
       else if (same->passed && !record.passed) *same = record;
     }
     if (!run.ran) break;  // a run that did not finish: its output says why
+    if (stop_at_failure && std::any_of(merged.records.begin(), merged.records.end(),
+                                       [](const TestRecord& r) { return !r.passed; }))
+      break;
   }
   return merged;
 }

@@ -12,7 +12,7 @@ using optimizer_checks::ToyLayer;
 
 namespace {
 
-ch06::LarsOptions toy_options() {
+ch06::LarsOptions toy_lars_options() {
   return ch06::LarsOptions(0.5).momentum(0.9).weight_decay(0.1).trust_coefficient(0.01);
 }
 
@@ -20,7 +20,7 @@ ch06::LarsOptions toy_options() {
 
 TEST_CASE("ex6.2 one LARS step of an adapted weight equals the hand-computed one", "[ex6.2]") {
   ToyLayer layer;
-  ch06::Lars lars({layer.w}, toy_options());
+  ch06::Lars lars({layer.w}, toy_lars_options());
   optimizer_checks::set_grads(layer, torch::tensor({{0.6, 0.8}}, torch::kFloat64), torch::zeros({2}, torch::kFloat64));
   lars.step();
   // ‖w‖ = 5, ‖g‖ = 1: local_lr = 0.01 · 5 / (1 + 0.1 · 5) = 1/30;
@@ -45,7 +45,7 @@ TEST_CASE("ex6.2 one LARS step of an adapted weight equals the hand-computed one
 
 TEST_CASE("ex6.2 excluded tensors: plain momentum SGD, no weight decay, no trust ratio", "[ex6.2]") {
   ToyLayer layer;
-  ch06::Lars lars(ch06::layer_adaptation_groups(layer, toy_options()), toy_options());
+  ch06::Lars lars(ch06::layer_adaptation_groups(layer, toy_lars_options()), toy_lars_options());
   REQUIRE(lars.param_groups().size() == 2);
   optimizer_checks::set_grads(layer, torch::tensor({{0.6, 0.8}}, torch::kFloat64),
                               torch::tensor({0.5, -0.25}, torch::kFloat64));
@@ -60,7 +60,7 @@ TEST_CASE("ex6.2 excluded tensors: plain momentum SGD, no weight decay, no trust
 TEST_CASE("ex6.2 a weight of norm zero still moves (trust ratio 1); no gradient, no move", "[ex6.2]") {
   torch::Tensor zero = torch::zeros({1, 2}, torch::kFloat64).set_requires_grad(true);
   torch::Tensor idle = torch::ones({1, 2}, torch::kFloat64).set_requires_grad(true);
-  ch06::Lars lars({zero, idle}, toy_options());
+  ch06::Lars lars({zero, idle}, toy_lars_options());
   zero.mutable_grad() = torch::tensor({{0.6, 0.8}}, torch::kFloat64);
   lars.step();
   INFO("v = 0.5 · 1 · (g + 0.1 · 0) = [0.3, 0.4]");
@@ -117,7 +117,7 @@ TEST_CASE("ex6.2 LARS's momentum survives a checkpoint", "[ex6.2]") {
 
 TEST_CASE("ex6.2 Lars::step keeps the trust ratio on the device: no host read per tensor", "[ex6.2]") {
   optimizer_checks::require_no_host_read_per_tensor([](torch::nn::Module& m) {
-    return std::make_unique<ch06::Lars>(m.parameters(), toy_options());
+    return std::make_unique<ch06::Lars>(m.parameters(), toy_lars_options());
   });
 }
 
@@ -126,7 +126,7 @@ TEST_CASE("ex6.2 momentum correction: a change of rate rescales the velocity (Go
   for (const bool corrected : {false, true}) {
     CAPTURE(corrected);
     ToyLayer layer;
-    ch06::Lars lars({layer.w}, toy_options().momentum_correction(corrected));
+    ch06::Lars lars({layer.w}, toy_lars_options().momentum_correction(corrected));
     optimizer_checks::set_grads(layer, torch::tensor({{0.6, 0.8}}, torch::kFloat64), torch::zeros({2}, torch::kFloat64));
     lars.step();  // v = [0.015, 0.02], w = [2.985, 3.98]
     ch06::set_learning_rate(lars, 0.25);

@@ -11,13 +11,13 @@ using optimizer_checks::ToyLayer;
 
 namespace {
 
-ch06::LambOptions toy_options() { return ch06::LambOptions(0.1).beta1(0.9).beta2(0.99).eps(1e-6).weight_decay(0.1); }
+ch06::LambOptions toy_lamb_options() { return ch06::LambOptions(0.1).beta1(0.9).beta2(0.99).eps(1e-6).weight_decay(0.1); }
 
 }  // namespace
 
 TEST_CASE("ex6.3 one LAMB step equals the hand-computed one", "[ex6.3]") {
   ToyLayer layer;
-  ch06::Lamb lamb(ch06::layer_adaptation_groups(layer, toy_options()), toy_options());
+  ch06::Lamb lamb(ch06::layer_adaptation_groups(layer, toy_lamb_options()), toy_lamb_options());
   optimizer_checks::set_grads(layer, torch::tensor({{0.6, -0.8}}, torch::kFloat64),
                               torch::tensor({0.5, -0.25}, torch::kFloat64));
   lamb.step();
@@ -40,7 +40,7 @@ TEST_CASE("ex6.3 the second step uses both moments and their bias corrections", 
   // trust ratio).
   ToyLayer layer;
   const double eps = 0.1, decay = 0.1;
-  ch06::Lamb lamb(std::vector<torch::Tensor>{layer.w}, toy_options().eps(eps).weight_decay(decay));
+  ch06::Lamb lamb(std::vector<torch::Tensor>{layer.w}, toy_lamb_options().eps(eps).weight_decay(decay));
   const double g1[2] = {0.6, -0.8}, g2[2] = {0.2, 0.4};
   double w[2] = {3.0, 4.0}, m[2] = {0, 0}, v[2] = {0, 0};
   for (int t = 1; t <= 2; ++t) {
@@ -69,7 +69,7 @@ TEST_CASE("ex6.3 the trust ratio is per tensor", "[ex6.3]") {
   // norm for both).
   torch::Tensor a = torch::tensor({3.0, 4.0}, torch::kFloat64).view({1, 2}).set_requires_grad(true);
   torch::Tensor b = torch::tensor({0.6, 0.8}, torch::kFloat64).view({1, 2}).set_requires_grad(true);
-  ch06::Lamb lamb({a, b}, toy_options().weight_decay(0.0));
+  ch06::Lamb lamb({a, b}, toy_lamb_options().weight_decay(0.0));
   a.mutable_grad() = torch::tensor({{0.6, 0.8}}, torch::kFloat64);
   b.mutable_grad() = torch::tensor({{-0.3, 0.4}}, torch::kFloat64);
   lamb.step();
@@ -95,6 +95,6 @@ TEST_CASE("ex6.3 LAMB's moments and step counts survive a checkpoint", "[ex6.3]"
 
 TEST_CASE("ex6.3 Lamb::step keeps the trust ratio on the device: no host read per tensor", "[ex6.3]") {
   optimizer_checks::require_no_host_read_per_tensor([](torch::nn::Module& m) {
-    return std::make_unique<ch06::Lamb>(m.parameters(), toy_options());
+    return std::make_unique<ch06::Lamb>(m.parameters(), toy_lamb_options());
   });
 }

@@ -42,6 +42,14 @@ inline ch07::Partition partition(const std::vector<int64_t>& sizes, int world_si
   return p;
 }
 
+// Sharding options whose partition is the oracle's, not ex7.1's: for the
+// tests of a later exercise, which must not depend on ex7.1.
+inline ch07::ShardingOptions oracle_partition() {
+  ch07::ShardingOptions options;
+  options.partition = partition;
+  return options;
+}
+
 // fc(784→12) → ReLU → fc(12→10), with fc1's bias frozen and a parameter
 // `unused` (6 elements) that forward never touches: it gets no gradient.
 // parameters() lists a module's own parameters before its children's, so

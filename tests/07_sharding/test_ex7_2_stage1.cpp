@@ -10,12 +10,6 @@ namespace {
 
 using sharding_oracle::toy_model;
 
-ch07::ShardingOptions oracle_partition() {
-  ch07::ShardingOptions options;
-  options.partition = sharding_oracle::partition;  // not ex7.1's: these tests are about ex7.2
-  return options;
-}
-
 // Trains a stage-0 model and a stage-1 model on the same batches; returns
 // the largest difference between their weights (on any rank).
 double stage1_against_ddp(const ch07::MakeOptimizer& make_optimizer, workbook::Communicator& comm) {
@@ -24,7 +18,7 @@ double stage1_against_ddp(const ch07::MakeOptimizer& make_optimizer, workbook::C
   ch07::ReplicatedOptimizer ddp(*ddp_model, comm, make_optimizer);
   sharding_oracle::train(*ddp_model, ddp, batches, comm);
   auto model = toy_model();
-  ch07::OptimizerStateSharding stage1(*model, comm, make_optimizer, oracle_partition());
+  ch07::OptimizerStateSharding stage1(*model, comm, make_optimizer, sharding_oracle::oracle_partition());
   sharding_oracle::train(*model, stage1, batches, comm);
   INFO("the frozen bias must not move");
   REQUIRE(torch::equal(model->fc1->bias, toy_model()->fc1->bias));
@@ -59,7 +53,7 @@ TEST_CASE("ex7.2 stage 1 sends what DDP sends: one reduce-scatter and one all-ga
   auto comm = mpi_test::communicator();
   const auto batches = sharding_oracle::global_batches(3, 4 * comm->size());
   auto model = toy_model();
-  ch07::OptimizerStateSharding stage1(*model, *comm, ch07::adam(1e-2), oracle_partition());
+  ch07::OptimizerStateSharding stage1(*model, *comm, ch07::adam(1e-2), sharding_oracle::oracle_partition());
   const workbook::CommStats before = comm->stats();
   sharding_oracle::train(*model, stage1, batches, *comm);
   workbook::CommStats used;
@@ -85,7 +79,7 @@ TEST_CASE("ex7.2 each rank keeps the optimizer state of its shard: together exac
   ch07::ReplicatedOptimizer ddp(*ddp_model, *comm, ch07::adam(1e-2));
   sharding_oracle::train(*ddp_model, ddp, batches, *comm);
   auto model = toy_model();
-  ch07::OptimizerStateSharding stage1(*model, *comm, ch07::adam(1e-2), oracle_partition());
+  ch07::OptimizerStateSharding stage1(*model, *comm, ch07::adam(1e-2), sharding_oracle::oracle_partition());
   sharding_oracle::train(*model, stage1, batches, *comm);
   const int64_t mine = stage1.held().optimizer_state;
   torch::Tensor total = torch::full({1}, mine, torch::kInt64);

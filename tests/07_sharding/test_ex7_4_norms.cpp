@@ -8,12 +8,6 @@
 
 namespace {
 
-ch07::ShardingOptions oracle_partition() {
-  ch07::ShardingOptions options;
-  options.partition = sharding_oracle::partition;  // not ex7.1's: these tests are about ex7.4
-  return options;
-}
-
 // ToyNet with fc1.weight's rows 6 to 11 five times larger: at 2 ranks
 // fc1.weight is split at its element 4766 (flat element 4772, in row 6), so the two pieces have
 // very different norms, and a trust ratio computed from one piece is far
