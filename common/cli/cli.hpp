@@ -135,8 +135,8 @@ struct ProcessOptions {
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& options = {});
 
 // Builds CMake targets in the build tree; on failure prints the compiler's
-// errors (the first lines of each) and returns false.
-bool build_targets(const std::vector<std::string>& targets, bool quiet);
+// errors (the first lines of each; not with show_errors false) and returns false.
+bool build_targets(const std::vector<std::string>& targets, bool quiet, bool show_errors = true);
 
 // The environment every MPI launch needs in this workbook's harness.
 std::map<std::string, std::string> mpi_environment();

@@ -3,11 +3,12 @@
 //
 // Note: [how a mutant is tried] A mutant is a patch against one solution file,
 // tests/mutants/exN.M-what-is-wrong.patch, whose first line says what is
-// wrong. While a chapter's mutants are tried, its student copy in chapters/ is
-// made the reference: every file there with solution regions gets its
-// solution's text. Then, for each mutant: its file is patched, the chapter's
+// wrong. While they are tried, the student copies in chapters/ of the
+// chapters concerned are made the reference: every file there with solution
+// regions gets its solution's text. Then, for each mutant: its file is patched, the chapter's
 // student tests are rebuilt (one file recompiles) and the exercise's tests
-// run, at each of the chapter's rank counts until one refuses it. A mutant
+// run, at each of the chapter's rank counts until one refuses it; then the
+// file is the reference again, so that each mutant is tried alone. A mutant
 // that compiles and passes them all is ACCEPTED: the tests miss the very
 // mistake it makes. The skeletons are written back on every way out
 // of the command, and it refuses to start while any of them holds a learner's
@@ -18,6 +19,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <deque>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -109,60 +111,93 @@ int cmd_dev_mutants(const std::optional<std::string>& only) {
         if (e.id == exercise) return c;
     throw UserError(fmt::format("tests/mutants: {} is not an exercise of any chapter", exercise));
   };
-  std::map<std::string, std::vector<const Mutant*>> by_chapter;  // chapter id -> its mutants, in name order
+  std::map<std::string, std::deque<const Mutant*>> by_chapter;  // chapter id -> its mutants, in name order
   for (const Mutant& m : mutants) by_chapter[chapter_of(m.exercise).id].push_back(&m);
 
-  const auto files = skeleton::scan(source_dir());
+  // Every chapter concerned gets the reference in chapters/ for the whole run.
+  std::vector<skeleton::FileStatus> chapter_files;
+  for (const skeleton::FileStatus& f : skeleton::scan(source_dir())) {
+    const auto concerned = std::find_if(by_chapter.begin(), by_chapter.end(), [&](const auto& entry) {
+      return chapter_of(entry.second.front()->exercise).folder == f.skeleton.parent_path().filename();
+    });
+    if (f.regions.empty() || concerned == by_chapter.end()) continue;
+    WB_CHECK(f.up_to_date, "{} is not its untouched skeleton: `workbook dev mutants` overwrites chapters/ while it "
+             "runs, so it runs on a clean checkout only",
+             fs::relative(f.skeleton, source_dir()).string());
+    chapter_files.push_back(f);
+  }
+  SkeletonsRestored restore(chapter_files);
+  for (const skeleton::FileStatus& f : chapter_files) write_file(f.skeleton, read_file(f.solution));
+
   int accepted = 0, problems = 0;
-  fmt::print("{} mutant(s); while a chapter's are tried, its files in chapters/ hold the reference "
+  fmt::print("{} mutant(s), two chapters' at a time; while they are tried, chapters/ holds the reference "
              "(interrupted? `workbook dev sync` writes the skeletons back)\n",
              mutants.size());
-  for (const auto& [id, chapter_mutants] : by_chapter) {
-    const Chapter& chapter = chapter_of(chapter_mutants.front()->exercise);
-    std::vector<skeleton::FileStatus> chapter_files;
-    for (const skeleton::FileStatus& f : files)
-      if (!f.regions.empty() && f.skeleton.parent_path().filename() == chapter.folder) {
-        WB_CHECK(f.up_to_date, "{} is not its untouched skeleton: `workbook dev mutants` overwrites chapters/{} while "
-                 "it runs, so it runs on a clean checkout only",
-                 fs::relative(f.skeleton, source_dir()).string(), chapter.folder);
-        chapter_files.push_back(f);
-      }
-    SkeletonsRestored restore(chapter_files);
-    for (const skeleton::FileStatus& f : chapter_files) write_file(f.skeleton, read_file(f.solution));
+  std::fflush(stdout);
+  auto student_file = [](const Mutant& m) { return source_dir() / "chapters" / fs::relative(m.solution, "solutions"); };
+  auto unpatch = [&](const Mutant& m) { write_file(student_file(m), read_file(source_dir() / m.solution)); };
+  for (;;) {
+    // Note: [two mutants at a time] Most of a mutant's time is compiling its
+    // one file, on one core (LibTorch's headers: about 10 s of templates in
+    // any file). Two mutants of two chapters patch two libraries, so one
+    // build compiles both, a core each; then each is tested alone.
+    std::vector<std::deque<const Mutant*>*> fullest;
+    for (auto& [id, queue] : by_chapter)
+      if (!queue.empty()) fullest.push_back(&queue);
+    if (fullest.empty()) break;
+    std::sort(fullest.begin(), fullest.end(), [](const auto* a, const auto* b) { return a->size() > b->size(); });
+    if (fullest.size() > 2) fullest.resize(2);
 
-    fmt::print("{}:\n", chapter.id);
-    std::fflush(stdout);
-    for (const Mutant* m : chapter_mutants) {
-      const auto mutant_started = std::chrono::steady_clock::now();
-      const fs::path solution = source_dir() / m->solution;
-      const fs::path student = source_dir() / "chapters" / fs::relative(m->solution, "solutions");
-      write_file(student, read_file(solution));  // the previous mutant's file back to the reference
+    std::vector<const Mutant*> patched;
+    for (std::deque<const Mutant*>* queue : fullest) {
+      const Mutant* m = queue->front();
+      queue->pop_front();
       ProcessOptions quiet;
       quiet.capture = true;
-      const ProcessResult patched =
-          run_process({"patch", "-s", "-o", student.string(), solution.string(), m->patch.string()}, quiet);
-      if (patched.exit_code != 0) {
-        fmt::print("  FAIL     {}: does not apply to {}:\n{}\n", m->name, m->solution.string(), patched.output);
+      const ProcessResult applied = run_process(
+          {"patch", "-s", "-o", student_file(*m).string(), (source_dir() / m->solution).string(), m->patch.string()},
+          quiet);
+      if (applied.exit_code != 0) {
+        fmt::print("  FAIL     {}: does not apply to {}:\n{}\n", m->name, m->solution.string(), applied.output);
+        unpatch(*m);
         ++problems;
         continue;
       }
-      if (!build_targets({"test_" + chapter.id + "_student"}, /*quiet=*/true)) {
+      patched.push_back(m);
+    }
+    auto target_of = [&](const Mutant* m) { return "test_" + chapter_of(m->exercise).id + "_student"; };
+    const auto build_started = std::chrono::steady_clock::now();
+    std::vector<std::string> targets;
+    for (const Mutant* m : patched) targets.push_back(target_of(m));
+    // Together when both compile; when not, each alone says which does not.
+    const bool built_together =
+        patched.size() > 1 && build_targets(targets, /*quiet=*/true, /*show_errors=*/false);
+    for (const Mutant* m : patched) {
+      if (!built_together && !build_targets({target_of(m)}, /*quiet=*/true)) {
         fmt::print("  FAIL     {}: does not compile (a mutant must be a program a student could run)\n", m->name);
+        unpatch(*m);
         ++problems;
         continue;
       }
-      const TestRun run = run_chapter_tests(chapter, "student", "[" + m->exercise + "]", /*stop_at_failure=*/true);
+      const double build_seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - build_started).count();
+      const auto test_started = std::chrono::steady_clock::now();
+      const TestRun run =
+          run_chapter_tests(chapter_of(m->exercise), "student", "[" + m->exercise + "]", /*stop_at_failure=*/true);
+      // Its file back to the reference at once: the next mutant of the
+      // chapter may patch another file, and must be tried alone.
+      unpatch(*m);
+      const std::string took = fmt::format(
+          "built {:.0f} s, tested {:.0f} s", build_seconds,
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - test_started).count());
       std::vector<std::string> refusing;
       for (const TestRecord& r : run.records)
         if (!r.passed) refusing.push_back(r.name);
-      const double mutant_seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - mutant_started).count();
       if (!refusing.empty()) {
-        fmt::print("  refused  {}, by \"{}\"{} ({:.0f} s)\n", m->name, refusing.front(),
-                   refusing.size() > 1 ? fmt::format(" and {} more", refusing.size() - 1) : "", mutant_seconds);
+        fmt::print("  refused  {}, by \"{}\"{} ({})\n", m->name, refusing.front(),
+                   refusing.size() > 1 ? fmt::format(" and {} more", refusing.size() - 1) : "", took);
       } else if (!run.ran || run.exit_code != 0) {
-        fmt::print("  refused  {}: the test run stopped (exit status {}, {:.0f} s)\n", m->name, run.exit_code,
-                   mutant_seconds);
+        fmt::print("  refused  {}: the test run stopped (exit status {}; {})\n", m->name, run.exit_code, took);
       } else {
         fmt::print("  ACCEPTED {}: every {} test passes, yet {}\n", m->name, m->exercise, m->what);
         ++accepted;

@@ -124,7 +124,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   return result;
 }
 
-bool build_targets(const std::vector<std::string>& targets, bool quiet) {
+bool build_targets(const std::vector<std::string>& targets, bool quiet, bool show_errors) {
   std::vector<std::string> argv = {std::string(config::cmake_command), "--build", build_dir().string(), "--target"};
   argv.insert(argv.end(), targets.begin(), targets.end());
   if (!quiet) fmt::print("building {} ...\n", fmt::join(targets, " "));
@@ -132,6 +132,7 @@ bool build_targets(const std::vector<std::string>& targets, bool quiet) {
   options.capture = true;
   ProcessResult built = run_process(argv, options);
   if (built.exit_code == 0) return true;
+  if (!show_errors) return false;
   // Show each compiler error with the two lines after it (the code and caret).
   std::istringstream lines(built.output);
   std::string line;
