@@ -172,24 +172,26 @@ int cmd_dev_mutants(const std::optional<std::string>& only) {
     // Together when both compile; when not, each alone says which does not.
     const bool built_together =
         patched.size() > 1 && build_targets(targets, /*quiet=*/true, /*show_errors=*/false);
+    auto seconds_since = [](std::chrono::steady_clock::time_point t) {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+    };
+    const double together_seconds = seconds_since(build_started);
     for (const Mutant* m : patched) {
+      const auto alone_started = std::chrono::steady_clock::now();
       if (!built_together && !build_targets({target_of(m)}, /*quiet=*/true)) {
         fmt::print("  FAIL     {}: does not compile (a mutant must be a program a student could run)\n", m->name);
         unpatch(*m);
         ++problems;
         continue;
       }
-      const double build_seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - build_started).count();
+      const double build_seconds = built_together ? together_seconds : seconds_since(alone_started);
       const auto test_started = std::chrono::steady_clock::now();
       const TestRun run =
           run_chapter_tests(chapter_of(m->exercise), "student", "[" + m->exercise + "]", /*stop_at_failure=*/true);
       // Its file back to the reference at once: the next mutant of the
       // chapter may patch another file, and must be tried alone.
       unpatch(*m);
-      const std::string took = fmt::format(
-          "built {:.0f} s, tested {:.0f} s", build_seconds,
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - test_started).count());
+      const std::string took = fmt::format("built {:.0f} s, tested {:.0f} s", build_seconds, seconds_since(test_started));
       std::vector<std::string> refusing;
       for (const TestRecord& r : run.records)
         if (!r.passed) refusing.push_back(r.name);
