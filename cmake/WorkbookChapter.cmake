@@ -132,14 +132,17 @@ function(workbook_chapter_shares_code folder out)
   set(${out} ${same} PARENT_SCOPE)
 endfunction()
 
-# Note: [one compile per chapter's tests] Every test file includes LibTorch
-# and Catch2 and instantiates the same templates; compiled apart, a chapter's
-# eight files pay for that eight times. Built as one unity source they pay
-# once. In one source, the files' anonymous namespaces are one namespace:
-# two test files of a chapter must not define helpers of the same name.
-# Nothing rebuilds them while a learner works: the exercises are in the
-# chapter's library.
-function(workbook_unity_tests target)
+# Note: [one compile per chapter's tests] Every file includes LibTorch and
+# instantiates the same templates (GCC spends most of a file's compile on
+# the precompiled header's deferred templates, however small the file);
+# compiled apart, a chapter's eight test files pay for that eight times.
+# Built as one unity source they pay once. The same holds for each
+# chapter's reference library, the common library and the CLI: nobody edits
+# those while learning. A student's library is never a unity source: a
+# learner (and `workbook dev mutants`) recompiles the one file changed. In
+# one source, the files' anonymous namespaces are one namespace: two files of
+# a unity target must not define helpers of the same name.
+function(workbook_unity target)
   set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 0)
 endfunction()
 
@@ -179,7 +182,7 @@ function(workbook_add_chapter folder)
       workbook_shared_objects(test_${id}_objects ${folder} "${uses}" ${tests})
       target_link_libraries(test_${id}_objects PRIVATE ${test_main})
       workbook_use_test_pch(test_${id}_objects)
-      workbook_unity_tests(test_${id}_objects)
+      workbook_unity(test_${id}_objects)
     endif()
   endif()
 
@@ -204,6 +207,9 @@ function(workbook_add_chapter folder)
     target_include_directories(${id}_${flavor} PUBLIC ${dir})
     target_link_libraries(${id}_${flavor} PUBLIC workbook_common ${uses})
     workbook_use_pch(${id}_${flavor})
+    if(flavor STREQUAL "solution")
+      workbook_unity(${id}_${flavor})
+    endif()
     set(targets ${id}_${flavor})
 
     foreach(program_source IN LISTS programs)
@@ -229,7 +235,7 @@ function(workbook_add_chapter folder)
       else()
         add_executable(test_${id}_${flavor} ${tests})
         workbook_use_test_pch(test_${id}_${flavor})
-        workbook_unity_tests(test_${id}_${flavor})
+        workbook_unity(test_${id}_${flavor})
       endif()
       target_link_libraries(test_${id}_${flavor} PRIVATE ${id}_${flavor} ${test_main})
       workbook_add_tests(test_${id}_${flavor} "${flavor};${id}" tests/${folder} RANKS ${test_ranks})

@@ -19,9 +19,12 @@
 #include "workbook/epoch_meter.hpp"
 #include "workbook/program.hpp"
 #include "workbook/seeds.hpp"
+#include "workbook/trace.hpp"
 #include "workbook/weights_hash.hpp"
 
 namespace {
+
+namespace trace = workbook::trace;  // --trace: the timeline (trace.hpp)
 
 constexpr int64_t kWarmupSteps = 5;  // untimed steps at the start of the run
 constexpr int64_t kEvalBatch = 1000;
@@ -73,14 +76,24 @@ int train(workbook::Program& program) {
     for (int64_t step = 0; step < steps_per_epoch; ++step) {
       meter.before_step(step);
       const int64_t first = step * local_batch;
+      trace::Span loading(trace::Kind::Data, "batch");
       const ch03::Batch batch = ch03::gather_batch(data.train.images, data.train.labels, indices, first,
                                                    std::min(local_batch, sampler.num_samples() - first));
+      loading.end();
       // Note: [one step with a BucketReducer] in reducer.hpp.
       optimizer.zero_grad();
+      trace::Span forward(trace::Kind::Compute, "forward");
       const torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(batch.images), batch.labels);
-      loss.backward();
-      reducer.finish();
+      forward.end();
+      trace::Span backward(trace::Kind::Compute, "backward");
+      loss.backward();  // the hooks fill the buckets and launch them
+      backward.end();
+      trace::Span finishing(trace::Kind::Communication, "reducer.finish()");
+      reducer.finish();  // waits for the buckets, then writes the averages into .grad
+      finishing.end();
+      trace::Span stepping(trace::Kind::Optimizer, "optimizer step");
       optimizer.step();
+      stepping.end();
       meter.after_step(loss, batch.labels.size(0));
     }
     const workbook::EpochTotals totals = meter.end_epoch();  // the reducer is idle between steps

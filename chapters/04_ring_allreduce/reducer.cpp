@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "workbook/errors.hpp"
+#include "workbook/trace.hpp"
 
 namespace ch04 {
 
@@ -136,6 +137,7 @@ void BucketReducer::reset_step() {
 }
 
 void BucketReducer::launch(size_t b) {
+  workbook::trace::mark(workbook::trace::Kind::Communication, "bucket {} launched", b);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     launched_.push_back(b);
@@ -146,11 +148,16 @@ void BucketReducer::launch(size_t b) {
 
 void BucketReducer::wait_for_launched() {
   if (!options_.overlap) {  // no thread: reduce here, in launch order
-    for (size_t b : launched_) options_.all_reduce(flat_[b], comm_);
+    for (size_t b : launched_) {
+      const workbook::trace::Span span(workbook::trace::Kind::Communication, "all-reduce bucket {} ({} elements)", b,
+                                       flat_[b].numel());
+      options_.all_reduce(flat_[b], comm_);
+    }
     std::lock_guard<std::mutex> lock(mutex_);
     reduced_ = launched_.size();
     return;
   }
+  const workbook::trace::Span span(workbook::trace::Kind::Wait, "finish: waiting for the buckets");
   std::unique_lock<std::mutex> lock(mutex_);
   changed_.wait(lock, [this] { return reduced_ == launched_.size(); });
   if (failure_) std::rethrow_exception(failure_);
@@ -159,6 +166,7 @@ void BucketReducer::wait_for_launched() {
 void BucketReducer::communication_loop() {
   // This thread's waits for peers should leave the core to backward.
   workbook::set_patient_waiting(true);
+  workbook::trace::name_this_thread("communication");
   while (true) {
     size_t b = 0;
     {
@@ -175,6 +183,8 @@ void BucketReducer::communication_loop() {
     }
     std::exception_ptr failure;
     try {
+      const workbook::trace::Span span(workbook::trace::Kind::Communication, "all-reduce bucket {} ({} elements)", b,
+                                       flat_[b].numel());
       options_.all_reduce(flat_[b], comm_);
     } catch (...) {
       failure = std::current_exception();

@@ -24,10 +24,13 @@
 #include "workbook/errors.hpp"
 #include "workbook/memory.hpp"
 #include "workbook/program.hpp"
+#include "workbook/trace.hpp"
 #include "workbook/seeds.hpp"
 #include "workbook/weights_hash.hpp"
 
 namespace {
+
+namespace trace = workbook::trace;  // --trace: the timeline (trace.hpp)
 
 constexpr int64_t kWarmupSteps = 5;
 constexpr int64_t kEvalBatch = 1000;
@@ -94,14 +97,22 @@ int train(workbook::Program& program) {
     for (int64_t step = 0; step < steps_per_epoch; ++step) {
       meter.before_step(step);
       const int64_t first = step * local_batch;
+      trace::Span loading(trace::Kind::Data, "batch");
       const ch03::Batch batch = ch03::gather_batch(data.train.images, data.train.labels, indices, first,
                                                    std::min(local_batch, sampler.num_samples() - first));
+      loading.end();
       sharding->zero_grad();
+      trace::Span forward(trace::Kind::Compute, "forward");  // stage 3: each layer gathered in here
       torch::Tensor loss =
           torch::nn::functional::cross_entropy(sharding->forward(*model, batch.images), batch.labels);
+      forward.end();
       const int64_t sent_before = ch07::ring_elements_sent(comm.stats(), comm.size());
+      trace::Span backward(trace::Kind::Compute, "backward");
       loss.backward();  // stages 2 and 3: reduce-scatters from the hooks, in here
+      backward.end();
+      trace::Span stepping(trace::Kind::Optimizer, "sharded optimizer step");
       sharding->step();
+      stepping.end();
       elements_sent += ch07::ring_elements_sent(comm.stats(), comm.size()) - sent_before;
       ++steps;
       meter.after_step(loss.detach(), batch.labels.size(0));

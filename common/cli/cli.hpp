@@ -219,6 +219,17 @@ struct TestRecord {
   bool not_implemented(const std::string& exercise) const;  // failed on that exercise's WB_NOT_IMPLEMENTED
 };
 
+// report_timeline.cpp: a --trace file (trace.hpp) is one JSON document with
+// "traceEvents"; draw_timeline draws one of its steps (Note: [which step is
+// drawn]) into out/NAME.png, beside its .dat and .gp, and returns the PNG.
+bool is_trace(const nlohmann::json& value);
+// commands_report.cpp: gnuplot's single-quoted string (a quote written
+// twice); runs gnuplot on `script`, which must write the PNG `png`.
+std::string gnuplot_quoted(const std::string& text);
+void run_gnuplot(const fs::path& script, const fs::path& png);
+fs::path draw_timeline(const nlohmann::json& trace, const std::string& name, const fs::path& out,
+                       const std::string& source);
+
 struct TestRun {
   bool ran = false;          // the binary ran and wrote its results
   bool aborted = false;      // it was stopped during a test (the watchdog): later tests did not run

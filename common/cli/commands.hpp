@@ -19,7 +19,7 @@ int cmd_tour(bool full, const std::optional<std::string>& json, const std::optio
 int cmd_report(const std::vector<std::string>& files, const std::optional<std::string>& out_dir);
 int cmd_info();
 int cmd_dev_sync(bool dry_run);
-int cmd_dev_check();
+int cmd_dev_check(bool reference_run);
 int cmd_dev_mutants(const std::optional<std::string>& exercise);
 
 }  // namespace workbook::cli

@@ -44,12 +44,7 @@ struct Plot {
   std::vector<Series> series;
 };
 
-// gnuplot's single-quoted strings: a quote is written twice.
-std::string quoted(const std::string& text) {
-  std::string out = "'";
-  for (const char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
-  return out + "'";
-}
+std::string quoted(const std::string& text) { return gnuplot_quoted(text); }
 
 // A title of two lines. gnuplot runs `...` found in double-quoted strings,
 // so the text stays in single-quoted pieces, joined by a "\n" of its own.
@@ -310,19 +305,7 @@ fs::path draw(const Plot& plot, const fs::path& out, const std::string& subtitle
                                 quoted(plot.series[i].title), plot.series[i].style));
   gp << "plot " << fmt::format("{}", fmt::join(parts, ", \\\n     ")) << "\n";
   gp.close();
-
-  fs::remove(png);
-  ProcessOptions options;
-  options.capture = true;
-  options.timeout_s = 60;
-  const ProcessResult done = run_process({"gnuplot", script.string()}, options);
-  WB_CHECK(done.exit_code == 0, "gnuplot {} failed (exit status {}):\n{}", script.string(), done.exit_code,
-           done.output);
-  std::ifstream in(png, std::ios::binary);
-  char signature[8] = {};
-  in.read(signature, 8);
-  WB_CHECK(in && std::string(signature, 8) == "\x89PNG\r\n\x1a\n", "gnuplot wrote no PNG at {}:\n{}", png.string(),
-           done.output);
+  run_gnuplot(script, png);
   return png;
 }
 
@@ -347,6 +330,27 @@ void print_tour_rows(const std::vector<Line>& lines, bool several_files) {
 
 }  // namespace
 
+std::string gnuplot_quoted(const std::string& text) {
+  std::string out = "'";
+  for (const char c : text) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+void run_gnuplot(const fs::path& script, const fs::path& png) {
+  fs::remove(png);
+  ProcessOptions options;
+  options.capture = true;
+  options.timeout_s = 60;
+  const ProcessResult done = run_process({"gnuplot", script.string()}, options);
+  WB_CHECK(done.exit_code == 0, "gnuplot {} failed (exit status {}):\n{}", script.string(), done.exit_code,
+           done.output);
+  std::ifstream in(png, std::ios::binary);
+  char signature[8] = {};
+  in.read(signature, 8);
+  WB_CHECK(in && std::string(signature, 8) == "\x89PNG\r\n\x1a\n", "gnuplot wrote no PNG at {}:\n{}", png.string(),
+           done.output);
+}
+
 int cmd_report(const std::vector<std::string>& files_given, const std::optional<std::string>& out_dir) {
   std::vector<std::string> files = files_given;
   if (files.empty()) {
@@ -355,10 +359,28 @@ int cmd_report(const std::vector<std::string>& files_given, const std::optional<
                                "(`workbook bench chNN --json FILE` writes them)", tour.string());
     files.push_back(tour.string());
   }
-  const std::vector<Line> lines = read_lines(files);
+  const std::vector<Line> all_lines = read_lines(files);
   const bool several = files.size() > 1;
   // Absolute: the scripts left in DIR draw again from anywhere.
   const fs::path out = fs::absolute(out_dir ? fs::path(*out_dir) : build_dir() / "report");
+
+  // A --trace file is one document: its timeline. The rest are results.
+  std::vector<Line> lines;
+  int timelines = 0;
+  for (const Line& line : all_lines) {
+    if (!is_trace(line.value)) {
+      lines.push_back(line);
+      continue;
+    }
+    if (timelines++ == 0) {
+      WB_CHECK(on_path("gnuplot"), "gnuplot not found: `workbook report` draws with Debian's gnuplot-nox "
+                                   "(./install-packages installs it)");
+      fs::create_directories(out);
+    }
+    const fs::path png = draw_timeline(line.value, "timeline-" + line.source, out, line.source);
+    fmt::print("{:<13} one step of every rank: {}\n", "timeline", png.string());
+  }
+  if (timelines > 0 && lines.empty()) return 0;
 
   // The subtitle: where the numbers come from.
   std::string subtitle = fmt::format("from {}", fmt::join(files.begin(), files.end(), ", "));

@@ -94,10 +94,11 @@ int main(int argc, char** argv) {
   tour->add_option("--csv", tour_csv, "CSV file (default build/<preset>/tour/tour.csv)");
   tour->callback([&] { status = cmd_tour(tour_full, tour_json, tour_csv); });
 
-  auto* report = app.add_subcommand("report", "PNG plots of result files: workbook report [FILE...] [--out DIR]");
+  auto* report = app.add_subcommand(
+      "report", "PNG plots of result files, and a step of a --trace file: workbook report [FILE...] [--out DIR]");
   static std::vector<std::string> report_files;
   static std::optional<std::string> report_out;
-  report->add_option("files", report_files, "tour.jsonl or `workbook bench --json` files (default: the last tour's)")
+  report->add_option("files", report_files, "tour.jsonl, `workbook bench --json` or --trace files (default: the last tour's)")
       ->check(CLI::ExistingFile);
   report->add_option("--out", report_out, "folder for the PNGs (default build/<preset>/report)");
   report->callback([&] { status = cmd_report(report_files, report_out); });
@@ -117,8 +118,12 @@ int main(int argc, char** argv) {
   auto* sync = dev->add_subcommand("sync", "write chapters/ from solutions/ (your edits there are backed up)");
   sync->add_flag("--dry-run", sync_dry_run, "only say which files would change");
   sync->callback([&] { status = cmd_dev_sync(sync_dry_run); });
-  dev->add_subcommand("check", "fail on drift, on a student test passing on a skeleton, on a failing solution test")
-      ->callback([&] { status = cmd_dev_check(); });
+  static bool no_reference_run = false;
+  auto* dev_check =
+      dev->add_subcommand("check", "fail on drift, on a student test passing on a skeleton, on a failing solution test");
+  dev_check->add_flag("--no-reference-run", no_reference_run,
+                      "do not run the reference tests (ctest has just run them all: CI); the rest is checked");
+  dev_check->callback([&] { status = cmd_dev_check(!no_reference_run); });
   static std::optional<std::string> mutants_of;
   auto* mutants = dev->add_subcommand(
       "mutants", "every known-wrong solution in tests/mutants must fail its exercise's tests (a clean checkout only)");

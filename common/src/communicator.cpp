@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "workbook/errors.hpp"
+#include "workbook/trace.hpp"
 #include "workbook/watchdog.hpp"
 
 namespace workbook {
@@ -93,6 +94,7 @@ PendingExchange::~PendingExchange() {
 void PendingExchange::wait() {
   if (!wait_) return;
   const watchdog::CallScope call(what_, timeout_s_);
+  const trace::Span span(trace::Kind::Wait, "wait: {}", what_);
   std::function<void()> waiting = std::move(wait_);
   wait_ = nullptr;
   waiting();
@@ -130,10 +132,15 @@ void Communicator::check_tensor(const torch::Tensor& tensor, CommOp op, const ch
             op_name(op), role, tensor.device().str(), backend() == Backend::Mpi ? "MPI" : "NCCL", device().str());
 }
 
+struct Communicator::Call {
+  watchdog::CallScope watched;
+  trace::Span span;  // a collective's whole time, waiting for the others included
+};
+
 // One call begins: counted, described, watched by the watchdog until the
-// returned scope ends, and (a collective, with checking on) compared across
-// ranks before any data moves.
-std::unique_ptr<watchdog::CallScope> Communicator::begin(CommOp op, const torch::Tensor* tensor, int64_t count, int peer,
+// returned scope ends, traced, and (a collective, with checking on)
+// compared across ranks before any data moves.
+std::unique_ptr<Communicator::Call> Communicator::begin(CommOp op, const torch::Tensor* tensor, int64_t count, int peer,
                                        ReduceOp reduce) {
   const torch::ScalarType dtype = tensor ? tensor->scalar_type() : torch::kUInt8;
   if (tensor && reduce == ReduceOp::Average && (op == CommOp::AllReduce || op == CommOp::ReduceScatter))
@@ -143,8 +150,9 @@ std::unique_ptr<watchdog::CallScope> Communicator::begin(CommOp op, const torch:
   stats_.calls[static_cast<int>(op)] += 1;
   stats_.elements[static_cast<int>(op)] += count;
   const std::string args = arguments(op, dtype, count, peer, reduce);
-  auto scope = std::make_unique<watchdog::CallScope>(fmt::format("{} #{} ({})", op_name(op), sequence_, args),
-                                                     options_.timeout_s);
+  const std::string what = fmt::format("{} #{} ({})", op_name(op), sequence_, args);
+  auto scope = std::unique_ptr<Call>(
+      new Call{watchdog::CallScope(what, options_.timeout_s), trace::Span(trace::Kind::Communication, "{}", what)});
   const bool collective = op != CommOp::Send && op != CommOp::Recv && op != CommOp::Exchange;
   if (collective && options_.check_collectives && size() > 1) {
     // A fixed-length signature: the collective's place in the sequence of

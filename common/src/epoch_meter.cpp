@@ -39,6 +39,7 @@ void EpochMeter::begin_epoch(int64_t epoch, int64_t steps) {
 void EpochMeter::before_step(int64_t step) {
   step_ = step;
   if (step == warmup_) clock_->start();
+  if (trace::on()) step_span_.emplace(trace::Kind::Step, fmt::format("epoch {} step {}", epoch_, step));
 }
 
 void EpochMeter::after_step(const torch::Tensor& loss, int64_t samples) {
@@ -46,6 +47,7 @@ void EpochMeter::after_step(const torch::Tensor& loss, int64_t samples) {
   loss_sum_[1] += static_cast<double>(samples);
   if (step_ >= warmup_) timed_samples_ += samples * program_.ranks();
   bar_->update(step_ + 1);
+  step_span_.reset();
 }
 
 EpochTotals EpochMeter::end_epoch() {

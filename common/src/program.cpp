@@ -9,6 +9,7 @@
 #include "workbook/errors.hpp"
 #include "workbook/exit_status.hpp"
 #include "workbook/memory.hpp"
+#include "workbook/trace.hpp"
 
 namespace workbook {
 
@@ -31,6 +32,9 @@ Program::Program(ProgramInfo info, std::optional<LaunchEnv> env, int argc, char*
   if (!distributed_) return;  // threads 0: every core this process may use
   comm_options_ = CommunicatorOptions::from_environment();
   add_distributed_flags(app_, comm_options_);
+  app_.add_option("--trace", trace_file_,
+                  "write a timeline of every rank (Chrome's trace-event JSON: open it in ui.perfetto.dev, or draw "
+                  "a step with `workbook report FILE`)");
   flags_.threads = default_threads_per_rank(env_);
 }
 
@@ -66,8 +70,14 @@ int64_t Program::local_batch(int64_t global_batch) const {
 Communicator& Program::connect() {
   WB_ASSERT(distributed_ && parsed_ && !comm_, "{}: connect() in a single process, before parse(), or twice",
             info_.name);
+  if (trace_file_) {
+    const std::filesystem::path folder = std::filesystem::absolute(*trace_file_).parent_path();
+    WB_CHECK(std::filesystem::is_directory(folder), "--trace {}: the folder {} does not exist", *trace_file_,
+             folder.string());
+  }
   comm_ = make_communicator(backend_for(parse_device(flags_.device)), env_, comm_options_);
   json_.open(leader() ? flags_.json : std::nullopt);
+  if (trace_file_) trace::start(*trace_file_, *comm_);
   return *comm_;
 }
 
@@ -93,6 +103,7 @@ nlohmann::json Program::result_header(const std::string& config) const {
 }
 
 void Program::finish(const RunResult& r) {
+  if (comm_) trace::write(*comm_);
   nlohmann::json line = result_header(r.config);
   line.update({{"epochs", r.epochs},
                {"batch", r.batch},
@@ -122,6 +133,7 @@ void Program::finish(const RunResult& r) {
 }
 
 void Program::finish(const BenchResult& r) {
+  if (comm_) trace::write(*comm_);
   nlohmann::json line = result_header(r.config);
   line["kind"] = "bench";
   line.update(r.headline);

@@ -18,10 +18,13 @@
 #include "workbook/epoch_meter.hpp"
 #include "workbook/errors.hpp"
 #include "workbook/program.hpp"
+#include "workbook/trace.hpp"
 #include "workbook/seeds.hpp"
 #include "workbook/weights_hash.hpp"
 
 namespace {
+
+namespace trace = workbook::trace;  // --trace: the timeline (trace.hpp)
 
 constexpr int64_t kWarmupSteps = 5;  // untimed steps at the start of the first epoch trained
 constexpr int64_t kEvalBatch = 1000;
@@ -78,9 +81,13 @@ int train(workbook::Program& program) {
     for (int64_t step = 0; step < steps_per_epoch; ++step) {
       meter.before_step(step);
       const int64_t first = step * local_batch;
+      trace::Span loading(trace::Kind::Data, "batch");
       const ch03::Batch batch =
           ch03::gather_batch(data.train.images, data.train.labels, indices, first,
                              std::min(local_batch, sampler.num_samples() - first));
+      loading.end();
+      // On the timeline the all-reduce lies inside: it starts when backward has ended.
+      trace::Span training(trace::Kind::Compute, "train step: forward, backward, all-reduce, Adam");
       torch::Tensor loss;
       if (allreduce == "flat") {
         loss = ch03::ddp_train_step(*model, optimizer, batch, comm);
@@ -91,6 +98,7 @@ int train(workbook::Program& program) {
         average_gradients(*model, comm);
         optimizer.step();
       }
+      training.end();
       meter.after_step(loss, batch.labels.size(0));
     }
     const workbook::EpochTotals totals = meter.end_epoch();

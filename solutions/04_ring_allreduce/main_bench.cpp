@@ -37,11 +37,13 @@
 #include "workbook/program.hpp"
 #include "workbook/statistics.hpp"
 #include "workbook/timing.hpp"
+#include "workbook/trace.hpp"
 
 namespace {
 
 using workbook::mean;
 using workbook::median;
+namespace trace = workbook::trace;
 
 struct Options {
   std::string measure = "bandwidth";
@@ -169,6 +171,7 @@ struct Variant {
   bool communicate;
   ch04::ReducerOptions reducer;
   bool unused_parameter = false;  // the reducer also gets a parameter no step uses (registered last)
+  bool untraced = false;          // with --trace: this variant records nothing (what tracing costs)
 };
 
 int overlap(const Options& o, workbook::Program& program) {
@@ -199,6 +202,13 @@ int overlap(const Options& o, workbook::Program& program) {
       {"unused-rebuilt", true, {int64_t{1} << 20, int64_t{25} << 20, std::nullopt, ch04::ring_average(), true, true},
        true},
   };
+  // With --trace, "overlap" again, recording nothing: the traced "overlap"
+  // against it is what tracing costs, in the same run.
+  if (trace::on()) {
+    variants.push_back(*std::find_if(variants.begin(), variants.end(), [](const Variant& v) { return v.name == "overlap"; }));
+    variants.back().name = "overlap-untraced";
+    variants.back().untraced = true;
+  }
   // --bucket-caps: the sweep of the PyTorch DDP paper, every bucket (the first too) this size.
   for (const int64_t kib : o.bucket_caps_kib)
     variants.push_back({fmt::format("overlap-{}K", kib), true,
@@ -212,13 +222,24 @@ int overlap(const Options& o, workbook::Program& program) {
     std::vector<torch::Tensor> parameters = model->parameters();
     if (v.unused_parameter) parameters.push_back(unused);
     if (v.communicate) reducer = std::make_unique<ch04::BucketReducer>(parameters, comm, v.reducer);
+    std::optional<trace::Pause> untraced;
+    if (v.untraced) untraced.emplace();
     comm.barrier();
     workbook::Stopwatch clock(device);
     clock.start();
     for (int i = 0; i < steps; ++i) {
+      trace::Span step(trace::Kind::Step, "{} step {}", v.name, i);
       optimizer.zero_grad();
-      torch::nn::functional::cross_entropy(model->forward(images), labels).backward();
+      trace::Span forward(trace::Kind::Compute, "forward");
+      const torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(images), labels);
+      forward.end();
+      trace::Span backward(trace::Kind::Compute, "backward");
+      loss.backward();
+      backward.end();
+      trace::Span finishing(trace::Kind::Communication, "reducer.finish()");
       if (reducer) reducer->finish();
+      finishing.end();
+      trace::Span stepping(trace::Kind::Optimizer, "optimizer step");
       optimizer.step();
     }
     const double ms = 1000.0 * clock.stop() / steps;

@@ -1,5 +1,7 @@
 // A timing comparison measured in one run (tag [timing]: not in the default
 // suite): for many small gradients, one flat all-reduce beats one per parameter.
+#include <fmt/format.h>
+
 #include "catch2_compat.hpp"
 
 #include "ddp.hpp"
@@ -11,7 +13,7 @@ namespace {
 // 200 parameters of 64 elements: latency-bound, like a model's biases.
 struct ManySmall : torch::nn::Module {
   ManySmall() {
-    for (int i = 0; i < 200; ++i) params.push_back(register_parameter("p" + std::to_string(i), torch::zeros({64})));
+    for (int i = 0; i < 200; ++i) params.push_back(register_parameter(fmt::format("p{}", i), torch::zeros({64})));
   }
   std::vector<torch::Tensor> params;
 };

@@ -45,6 +45,18 @@ if(TARGET ch04_train_solution)
     set_tests_properties(ch04_train_matches_ch03 PROPERTIES LABELS "solution;ch04;mpi" TIMEOUT 300
                          ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
   endif()
+  # --trace: one timeline of both ranks, whose spans nest, whose steps follow
+  # each other, whose buckets lie inside their step and started during
+  # backward (after-backward's never do: check_trace.py refuses that trace);
+  # and `workbook report` draws a step of it.
+  set(trace ${CMAKE_BINARY_DIR}/ch04_train_trace.json)
+  add_test(NAME ch04_train_trace
+           COMMAND sh -c "\"$0\" \"$@\" --trace ${trace} > /dev/null && /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/support/check_trace.py ${trace} --ranks 2 --expect-overlap && \"$<TARGET_FILE:workbook>\" report ${trace} --out ${CMAKE_BINARY_DIR}/trace-report && test -s ${CMAKE_BINARY_DIR}/trace-report/timeline-ch04_train_trace.png"
+                   ${mpi2} ${ch04_train} --epochs 1 --train-samples 800 --threads 1)
+  set_tests_properties(ch04_train_trace PROPERTIES LABELS "solution;ch04;mpi" TIMEOUT 120
+                       ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+  workbook_expect_error(ch04_train_trace_no_folder "solution;ch04;mpi" 2 "--trace /nonexistent/t.json: the folder /nonexistent does not exist"
+                        ${mpi2} ${ch04_train} --trace /nonexistent/t.json --train-samples 400)
   workbook_expect_error(ch04_train_batch_not_divisible "solution;ch04;mpi" 2 "--batch 101 is the global batch"
                         ${mpi2} ${ch04_train} --batch 101 --train-samples 400)
 endif()

@@ -149,7 +149,8 @@ class Communicator {
   virtual std::vector<std::string> exchange_signatures(const std::string& bytes) = 0;
 
  private:
-  std::unique_ptr<watchdog::CallScope> begin(CommOp op, const torch::Tensor* tensor, int64_t count, int peer_or_root, ReduceOp reduce);
+  struct Call;  // what a call holds while it runs: its watchdog scope and its span on the timeline
+  std::unique_ptr<Call> begin(CommOp op, const torch::Tensor* tensor, int64_t count, int peer_or_root, ReduceOp reduce);
   void check_tensor(const torch::Tensor& tensor, CommOp op, const char* role) const;
 
   LaunchEnv env_;

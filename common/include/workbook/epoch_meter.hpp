@@ -20,6 +20,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include <torch/torch.h>
 
@@ -27,6 +28,7 @@
 #include "workbook/progress.hpp"
 #include "workbook/results.hpp"
 #include "workbook/timing.hpp"
+#include "workbook/trace.hpp"
 
 namespace workbook {
 
@@ -72,6 +74,7 @@ class EpochMeter {
   torch::Tensor loss_sum_;  // [sum of loss x samples, samples], float64, on the device
   std::unique_ptr<Stopwatch> clock_;
   std::unique_ptr<ProgressBar> bar_;
+  std::optional<trace::Span> step_span_;  // from before_step to after_step, when tracing
   // Every epoch.
   int64_t epochs_trained_ = 0, all_timed_samples_ = 0;
   double all_epoch_s_ = 0.0, all_timed_s_ = 0.0;

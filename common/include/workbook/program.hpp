@@ -151,6 +151,7 @@ class Program {
   CLI::App app_;
   TrainFlags flags_;
   CommunicatorOptions comm_options_;
+  std::optional<std::string> trace_file_;  // --trace FILE (trace.hpp)
   std::unique_ptr<Communicator> comm_;
   JsonLines json_;
   bool parsed_ = false;
