@@ -142,13 +142,22 @@ case $case_name in
     ok "down left nothing (namespaces, interfaces, /etc/netns, state, processes)"
     ;;
   link_rate)
+    # What the link can carry: the best of up to 3 measurements (a busy
+    # machine only ever lowers one; none may exceed the rate by 10%).
     for rate in 100mbit 1gbit; do
       "$cluster" up --link "$rate" >/dev/null || fail "up --link $rate"
-      line=$("$cluster" measure) || fail "measure at $rate"
-      asked=$(sed -n 's/.* = \([0-9]*\) bit\/s;.*/\1/p' <<<"$line")
-      measured=$(sed -n 's/.*measured \([0-9]*\) bit\/s.*/\1/p' <<<"$line")
-      python3 -c "import sys; r = $measured / $asked; print(f'$rate: measured/asked = {r:.3f}'); sys.exit(0 if 0.9 <= r <= 1.1 else 1)" ||
-        fail "$line: not within 10%"
+      for attempt in 1 2 3; do
+        line=$("$cluster" measure) || fail "measure at $rate"
+        asked=$(sed -n 's/.* = \([0-9]*\) bit\/s;.*/\1/p' <<<"$line")
+        measured=$(sed -n 's/.*measured \([0-9]*\) bit\/s.*/\1/p' <<<"$line")
+        verdict=$(python3 -c "r = $measured / $asked; print(f'{r:.3f}', 'high' if r > 1.1 else 'ok' if r >= 0.9 else 'low')")
+        echo "$rate, attempt $attempt: measured/asked = $verdict"
+        case $verdict in
+          *ok) break ;;
+          *high) fail "$line: more than 10% above the rate" ;;
+          *) [ "$attempt" -lt 3 ] || fail "$line: 10% or more below the rate, 3 times" ;;
+        esac
+      done
     done
     ;;
   placement)
