@@ -15,7 +15,7 @@ int cmd_run(const std::string& chapter, const std::optional<std::string>& progra
 int cmd_bench(const std::string& chapter, std::optional<int> ranks, std::optional<int> nodes, std::optional<int> repeats,
               const std::optional<std::string>& json, const std::vector<std::string>& extra_args);
 int cmd_cluster(const std::vector<std::string>& args);
-int cmd_tour(bool full, const std::optional<std::string>& json, const std::optional<std::string>& csv);
+int cmd_tour(bool full, bool smoke, const std::optional<std::string>& json, const std::optional<std::string>& csv);
 int cmd_report(const std::vector<std::string>& files, const std::optional<std::string>& out_dir);
 int cmd_info();
 int cmd_dev_sync(bool dry_run);

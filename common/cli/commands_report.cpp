@@ -386,7 +386,7 @@ int cmd_report(const std::vector<std::string>& files_given, const std::optional<
   std::string subtitle = fmt::format("from {}", fmt::join(files.begin(), files.end(), ", "));
   for (const Line& line : lines)
     if (line.value.value("type", "") == "tour_header") {
-      subtitle = fmt::format("workbook tour{}, {} cores, LibTorch {}, {}", line.value.value("full", false) ? " --full" : "",
+      subtitle = fmt::format("workbook tour{}, {} cores, LibTorch {}, {}", line.value.value("full", false) ? " --full" : line.value.value("smoke", false) ? " --smoke" : "",
                              line.value.value("cores", 0), line.value.value("torch", "?"), line.value.value("date", "?"));
       break;
     }

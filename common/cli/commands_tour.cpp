@@ -28,6 +28,7 @@
 #include <cmath>
 #include <ctime>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <thread>
 
@@ -68,8 +69,21 @@ std::vector<std::string> program_argv(const TourProgram& run, const std::vector<
   return argv;
 }
 
+// `workbook tour --smoke` (CI): every row, every program and every plot, at
+// the smallest scale that still times some steps (1 epoch of 6,000 samples;
+// bandwidth up to 1 MiB, one round). Its figures are not the tour's.
+bool g_smoke = false;
+
+std::vector<std::string> smoke_scale(std::vector<std::string> args) {
+  const std::map<std::string, std::string> smallest = {
+      {"--epochs", "1"}, {"--train-samples", "6000"}, {"--max-bytes", "1048576"}, {"--rounds", "1"}};
+  for (size_t i = 0; i + 1 < args.size(); ++i)
+    if (const auto it = smallest.find(args[i]); it != smallest.end()) args[i + 1] = it->second;
+  return args;
+}
+
 std::vector<std::string> program_argv(const TourProgram& run, bool full) {
-  return program_argv(run, full ? run.full_args : run.args);
+  return program_argv(run, g_smoke ? smoke_scale(run.args) : full ? run.full_args : run.args);
 }
 
 std::string shown_command(const std::vector<std::string>& argv) {
@@ -223,7 +237,10 @@ class TourCluster {
 
 }  // namespace
 
-int cmd_tour(bool full, const std::optional<std::string>& json_file, const std::optional<std::string>& csv_file) {
+int cmd_tour(bool full, bool smoke, const std::optional<std::string>& json_file,
+             const std::optional<std::string>& csv_file) {
+  WB_CHECK(!(full && smoke), "--full and --smoke ask for two scales: give one");
+  g_smoke = smoke;
   const auto chapters = load_chapters();
   std::vector<std::string> targets;
   int total = 0;
@@ -248,7 +265,7 @@ int cmd_tour(bool full, const std::optional<std::string>& json_file, const std::
   const std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%d %H:%M", std::localtime(&now));
-  json << nlohmann::json({{"type", "tour_header"}, {"full", full}, {"cores", cores},
+  json << nlohmann::json({{"type", "tour_header"}, {"full", full}, {"smoke", smoke}, {"cores", cores},
                           {"torch", config::torch_version}, {"date", date}})
               .dump()
        << "\n";

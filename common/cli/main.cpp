@@ -90,9 +90,12 @@ int main(int argc, char** argv) {
   static bool tour_full = false;
   static std::optional<std::string> tour_json, tour_csv;
   tour->add_flag("--full", tour_full, "full-scale runs (much longer)");
+  static bool tour_smoke = false;
+  tour->add_flag("--smoke", tour_smoke,
+                 "every row at the smallest scale (1 epoch, 6,000 samples): that it all runs, not its figures (CI)");
   tour->add_option("--json", tour_json, "JSON lines file (default build/<preset>/tour/tour.jsonl)");
   tour->add_option("--csv", tour_csv, "CSV file (default build/<preset>/tour/tour.csv)");
-  tour->callback([&] { status = cmd_tour(tour_full, tour_json, tour_csv); });
+  tour->callback([&] { status = cmd_tour(tour_full, tour_smoke, tour_json, tour_csv); });
 
   auto* report = app.add_subcommand(
       "report", "PNG plots of result files, and a step of a --trace file: workbook report [FILE...] [--out DIR]");
