@@ -83,8 +83,11 @@ int bandwidth(const Options& o, workbook::Program& program) {
   };
 
   if (leader) {
+    const int64_t chunk = o.ring.chunk_elements > 0 ? o.ring.chunk_elements : comm.message_bytes() / 4;
     fmt::print("ch04_bench: all-reduce, sum, float32, in place; {} rank(s) ({}), device {}, {} thread(s) per rank; "
-               "{} rounds, medians\n", n, comm.launch_env().launcher, device.str(), program.flags().threads, o.rounds);
+               "{} rounds, medians; the ring's chunk {} elements ({} KiB{})\n", n, comm.launch_env().launcher,
+               device.str(), program.flags().threads, o.rounds, chunk, chunk * 4 / 1024,
+               o.ring.chunk_elements > 0 ? ", --chunk-elements" : ", the Communicator's message size");
     fmt::print("self: this build's ch04::ring_all_reduce; {}: the library's all-reduce; memcpy: one copy of the "
                "buffer (the memory bandwidth)\n\n", library);
     fmt::print("{:>12} {:>12} {:>7} | {:>28} | {:>28} | {:>8} | {:>7}\n", "", "", "", "self (ring)            ",
@@ -293,9 +296,10 @@ int bench(workbook::Program& program) {
   app.add_option("--max-bytes", o.max_bytes, "largest buffer (bandwidth); sizes grow x4")
       ->check(CLI::Range(int64_t{4}, int64_t{1} << 32));
   app.add_option("--rounds", o.rounds, "rounds; each measures every implementation once")->check(CLI::PositiveNumber);
-  app.add_option("--chunk-elements", o.ring.chunk_elements, "the ring's chunk (bandwidth)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  app.add_option("--chunk-elements", o.ring.chunk_elements,
+                 "the ring's chunk (bandwidth; default: the Communicator's message size, 512 KiB on one node, 128 KiB "
+                 "between nodes)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--steps", o.steps, "timed steps per variant and round (overlap)")->check(CLI::PositiveNumber);
   app.add_option("--bucket-caps", o.bucket_caps_kib,
                  "overlap: also overlapped with every bucket this many KiB, one variant per size (e.g. 256,1024,4096)")

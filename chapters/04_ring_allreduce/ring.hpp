@@ -29,6 +29,7 @@
 // 2 (n-1)/n x count in all, however many ranks there are. A ring is
 // bandwidth-optimal: no rank sends more than that, and no link idles.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 
 #include <torch/torch.h>
@@ -51,9 +52,15 @@ Span ring_segment(int64_t count, int ranks, int index);
 struct RingOptions {
   // Each reduce-scatter step is cut into chunks of this many elements: while
   // chunk k is being added, chunk k+1 is already on its way (Note: [chunks]
-  // in reduce_scatter.cpp). 131072 float32 = 512 KiB: the best of those
-  // measured on a 2-core machine (the lesson's table).
-  int64_t chunk_elements = 131072;
+  // in reduce_scatter.cpp). 0: the Communicator's message_bytes(), 512 KiB
+  // with every rank on one node, 128 KiB between nodes (the lesson's table).
+  int64_t chunk_elements = 0;
+
+  // These options with chunk_elements set: the Communicator's size for 0.
+  RingOptions for_buffer(const workbook::Communicator& comm, const torch::Tensor& buffer) const {
+    if (chunk_elements > 0) return *this;
+    return RingOptions{std::max<int64_t>(1, comm.message_bytes() / buffer.element_size())};
+  }
 };
 
 // ---- ex4.1 ------------------------------------------------------------------

@@ -102,6 +102,9 @@ class NcclCommunicator final : public Communicator {
     if (!finalized) MPI_Comm_free(&check_);
   }
   Backend backend() const override { return Backend::Nccl; }
+  // Not measured on a GPU yet: the MPI backend's shared-memory size (Note
+  // [the message size follows the link] in communicator_mpi.cpp).
+  int64_t message_bytes() const override { return int64_t{512} << 10; }
   torch::Device device() const override {
     return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(device_index_));
   }

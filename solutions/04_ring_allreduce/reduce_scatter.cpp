@@ -15,10 +15,12 @@ namespace ch04 {
 // added, into the other half of a two-chunk scratch buffer. Every rank
 // computes the same number of chunks per step (from the largest segment), so
 // the exchanges pair up; a shorter segment's last chunks may be empty.
-void ring_reduce_scatter(torch::Tensor& buffer, workbook::Communicator& comm, const RingOptions& options) {
+void ring_reduce_scatter(torch::Tensor& buffer, workbook::Communicator& comm, const RingOptions& requested) {
   WB_ASSERT(buffer.dim() == 1 && buffer.is_contiguous() && buffer.is_floating_point(),
             "ring_reduce_scatter needs a flat, contiguous floating-point buffer");
-  WB_ASSERT(options.chunk_elements > 0, "chunk_elements must be positive, is {}", options.chunk_elements);
+  WB_ASSERT(requested.chunk_elements >= 0, "chunk_elements must be positive (or 0: the Communicator's size), is {}",
+            requested.chunk_elements);
+  const RingOptions options = requested.for_buffer(comm, buffer);  // options.chunk_elements > 0
   // BEGIN SOLUTION ex4.1
   const int n = comm.size(), rank = comm.rank();
   const int64_t count = buffer.numel();

@@ -103,6 +103,11 @@ class Communicator {
   const CommunicatorOptions& options() const { return options_; }
   virtual Backend backend() const = 0;
   virtual torch::Device device() const = 0;  // cpu, or this rank's GPU
+  // The message size this Communicator's transport moves at its best, for a
+  // caller that cuts a large transfer into pieces (Chapter 4's ring chunks):
+  // the same on every rank. Note [the message size follows the link] in
+  // communicator_mpi.cpp.
+  virtual int64_t message_bytes() const = 0;
   const CommStats& stats() const { return stats_; }
 
   // Waits until every rank has called it.
