@@ -40,11 +40,13 @@
 # node's network card does in hardware. With Ethernet's 1500-byte frames,
 # iperf3 sending both ways at once at 1 Gbit/s took 69% of this 2-core
 # machine in softirq and carried only 0.62 and 0.56 of the link (thousands
-# of retransmissions); so did MPI, and Chapter 4's overlap hid nothing
-# (-0.06): backward and the packets fought for the same cores. With 9000-byte
-# frames (jumbo frames, as cluster networks commonly use) iperf3 carried 0.98
-# both ways with the cores 90% idle, the ring 0.98 of the link, and overlap
-# hid 0.30 of the communication at a global batch of 200 and 0.43-0.50 at 400.
+# of retransmissions), and Chapter 4's overlap hid nothing (-0.06 at a
+# global batch of 200): backward and the packets fought for the same cores.
+# With 9000-byte frames (jumbo frames, as cluster networks commonly use)
+# iperf3 carried 0.98 both ways with the cores 90% idle, the ring 0.97-0.98
+# of the link, and overlap hid 0.30 at a global batch of 200 and about 0.4
+# at 400 (0.49-0.54 once the exchange's waits sleep longer: Note [waiting
+# without taking a core] in common/src/communicator_mpi.cpp).
 #
 # Note: [how Open MPI sees the nodes]
 # mpirun runs on node1; it starts its daemon on every other node through the
@@ -328,15 +330,15 @@ readonly enter_node='mount --bind "/etc/netns/$0/hosts" /etc/hosts && hostname "
 #
 # Note: [Open MPI's TCP without put]
 # By default Open MPI's TCP transport sends a large message as an emulated
-# RDMA put (its flag `put`). Chapter 4's ring of 128 KiB messages carried
-# 0.70-0.75 of the 1 Gbit/s link so (16 and 64 MiB, 2 nodes), and with plain
-# sends (the flags without put) 0.88; MPI_Allreduce carried 0.56-0.72 either
-# way. With jumbo frames (MTU 9000, which this cluster does not use) plain
-# sends carried 0.96 for both, with put 0.56. Both Open MPI generations name
-# the flags so.
+# RDMA put (its flag `put`). On the cluster's 1 Gbit/s link (2 nodes, 16 and
+# 64 MiB) Chapter 4's ring and MPI_Allreduce both carried 0.56-0.64 of the
+# link so; without put, 0.97-0.98 (the ring 0.88-0.92 and MPI_Allreduce
+# 0.67-0.68 with 1500-byte frames). Only put is left out (and hetero-rdma,
+# which qualifies it): with `inplace` or without it the figures were the
+# same. Both Open MPI generations name the flags so.
 export_openmpi_settings() {
   export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=$subnet \
-    OMPI_MCA_btl_tcp_flags=send,need-ack,need-csum
+    OMPI_MCA_btl_tcp_flags=send,inplace,need-ack,need-csum
   local prefix
   for prefix in OMPI_MCA PRTE_MCA; do
     export "${prefix}_oob_tcp_keepalive_time=5" "${prefix}_oob_tcp_keepalive_intvl=1" \

@@ -52,14 +52,18 @@ Span ring_segment(int64_t count, int ranks, int index);
 struct RingOptions {
   // Each reduce-scatter step is cut into chunks of this many elements: while
   // chunk k is being added, chunk k+1 is already on its way (Note: [chunks]
-  // in reduce_scatter.cpp). 0: the Communicator's message_bytes(), 512 KiB
-  // with every rank on one node, 128 KiB between nodes (the lesson's table).
+  // in reduce_scatter.cpp). 0: the Communicator's message_bytes() (over MPI
+  // 512 KiB with every rank on one node, 128 KiB between nodes: Note [the
+  // message size follows the link] in common/src/communicator_mpi.cpp).
   int64_t chunk_elements = 0;
 
-  // These options with chunk_elements set: the Communicator's size for 0.
+  // A copy with chunk_elements resolved: 0 becomes comm.message_bytes() over
+  // the buffer's element size (at least 1), the same on every rank.
   RingOptions for_buffer(const workbook::Communicator& comm, const torch::Tensor& buffer) const {
-    if (chunk_elements > 0) return *this;
-    return RingOptions{std::max<int64_t>(1, comm.message_bytes() / buffer.element_size())};
+    RingOptions resolved = *this;
+    if (resolved.chunk_elements == 0)
+      resolved.chunk_elements = std::max<int64_t>(1, comm.message_bytes() / buffer.element_size());
+    return resolved;
   }
 };
 

@@ -103,39 +103,42 @@ std::vector<std::string> allgather_bytes(MPI_Comm channel, const std::string& by
 
 namespace {
 
-// Note: two MPI communicators, both duplicates of MPI_COMM_WORLD: `data_`
-// carries the tensors, `check_` the signatures of the collective check, so
-// that a check can never be matched with a data transfer. Duplicating is a
-// collective call: every rank creates its Communicators in the same order.
 // Note: [the message size follows the link]
 // Chapter 4's ring cuts each step into chunks, one message each. On shared
-// memory a chunk costs a fixed ~10 us to hand over, so larger is better:
-// 512 KiB reached 3.65 and 4.53 GB/s at 16 and 64 MiB where 128 KiB reached
-// 2.85 and 3.52 (2 ranks, this 2-core machine). Between nodes Open MPI's TCP
-// transport sends a message in fragments of btl_tcp_max_send_size (128 KiB
-// in Open MPI 4.1 and 5); at 1 Gbit/s on the emulated cluster a ring of
-// 128 KiB messages carried 0.88 of the link at 16 and 64 MiB, one of 256 KiB
-// 0.32, 512 KiB 0.40-0.56, 4 MiB 0.64-0.88 (why a few fragments per message
-// run this much slower was not found). The two messages a ring keeps in
-// flight, 256 KiB, are still twice the link's bandwidth-delay product at
-// 10 Gbit/s with a 0.1 ms round trip: a smaller chunk loses nothing there.
-// So the size depends on where the ranks are, and every rank must pick the
-// same one (the exchanges pair up chunk by chunk): "every rank on one node"
-// is true on all ranks or on none.
+// memory every message costs a fixed hand-over, so larger is better: in one
+// pair of runs (2 ranks, this 2-core machine) 512 KiB reached 3.65 and 4.53
+// GB/s at 16 and 64 MiB where 128 KiB reached 2.85 and 3.52 (an earlier
+// measurement, the lesson's "Chunks on a CPU", found 4%). Between nodes, on
+// the emulated cluster at 1 Gbit/s with Open MPI's TCP transport sending
+// without its emulated put (Note [Open MPI's TCP without put] in
+// hpc/cluster.sh), rings of 128 KiB messages carried 0.82-0.92 of the link
+// at 16 and 64 MiB with 1500-byte frames and 0.96-0.98 with 9000-byte ones;
+// 256 KiB 0.32, 512 KiB 0.43-0.47 (0.47-0.60 with 9000-byte frames), 4 MiB
+// 0.56-0.88 (the lesson's chunk table). Open MPI sends a message
+// over TCP as a 64 KiB first fragment, then fragments of up to 128 KiB
+// (btl_tcp_max_send_size, 4.1 and 5); why messages of a few fragments run
+// this much slower was not found. The two messages a ring keeps in flight,
+// 256 KiB, still cover 10 Gbit/s times a 0.2 ms round trip (the
+// bandwidth-delay product), so the smaller chunk loses nothing there.
+// Every rank must pick the same size (the exchanges pair up chunk by
+// chunk): "every rank on one node" is true on all ranks or on none.
 constexpr int64_t kSharedMemoryMessageBytes = int64_t{512} << 10;
 constexpr int64_t kNetworkMessageBytes = int64_t{128} << 10;
 
-// Whether every rank shares this rank's node (its memory). Collective.
-bool all_ranks_on_one_node(const LaunchEnv& env) {
+// Whether every rank of `comm` shares this rank's node (its memory). Collective.
+bool all_ranks_on_one_node(MPI_Comm comm, const LaunchEnv& env) {
   MPI_Comm node = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), env,
-            "MPI_Comm_split_type");
+  check_mpi(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node), env, "MPI_Comm_split_type");
   int ranks_on_node = 0;
   check_mpi(MPI_Comm_size(node, &ranks_on_node), env, "MPI_Comm_size");
   MPI_Comm_free(&node);
   return ranks_on_node == env.world_size;
 }
 
+// Note: two MPI communicators, both duplicates of MPI_COMM_WORLD: `data_`
+// carries the tensors, `check_` the signatures of the collective check, so
+// that a check can never be matched with a data transfer. Duplicating is a
+// collective call: every rank creates its Communicators in the same order.
 class MpiCommunicator final : public Communicator {
  public:
   MpiCommunicator(const LaunchEnv& env, const CommunicatorOptions& options) : Communicator(env, options) {
@@ -144,7 +147,7 @@ class MpiCommunicator final : public Communicator {
     // Errors come back as return codes (checked) instead of aborting the job.
     check_mpi(MPI_Comm_set_errhandler(data_, MPI_ERRORS_RETURN), env, "MPI_Comm_set_errhandler");
     check_mpi(MPI_Comm_set_errhandler(check_, MPI_ERRORS_RETURN), env, "MPI_Comm_set_errhandler");
-    message_bytes_ = all_ranks_on_one_node(env) ? kSharedMemoryMessageBytes : kNetworkMessageBytes;
+    message_bytes_ = all_ranks_on_one_node(data_, env) ? kSharedMemoryMessageBytes : kNetworkMessageBytes;
   }
   ~MpiCommunicator() override {
     // A destructor cannot throw: failures here are not checked (the process is ending or the job is over).
@@ -224,9 +227,10 @@ class MpiCommunicator final : public Communicator {
       // the core at each poll (eager: with nothing else to run, yield returns
       // at once) or sleeps between polls (patient: a background thread).
       // A patient wait sleeps an eighth of what it has waited so far, from
-      // 20 to 200 us: an exchange in memory is answered within the first
-      // sleeps, while on a 1 Gbit/s link (a 128 KiB chunk takes 1 ms) each
-      // poll costs the core backward needs. Measured on the emulated cluster
+      // 20 to 200 us (each sleep lasts some 50 us longer: Linux's timer
+      // slack): an exchange in memory is answered within the first sleeps,
+      // while on a 1 Gbit/s link (a 128 KiB chunk takes 1 ms) each poll
+      // costs the core backward needs. Measured on the emulated cluster
       // (FashionCNN's 5.6 MiB bucket, 58 ms at 1 Gbit/s): the communication
       // thread used 15 ms of CPU sleeping 20 us between polls, 10 ms at 200.
       std::array<MPI_Status, 2> statuses;

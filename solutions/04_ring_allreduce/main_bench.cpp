@@ -83,11 +83,11 @@ int bandwidth(const Options& o, workbook::Program& program) {
   };
 
   if (leader) {
-    const int64_t chunk = o.ring.chunk_elements > 0 ? o.ring.chunk_elements : comm.message_bytes() / 4;
+    const int64_t chunk = o.ring.for_buffer(comm, torch::empty({0}, torch::kFloat32)).chunk_elements;
     fmt::print("ch04_bench: all-reduce, sum, float32, in place; {} rank(s) ({}), device {}, {} thread(s) per rank; "
-               "{} rounds, medians; the ring's chunk {} elements ({} KiB{})\n", n, comm.launch_env().launcher,
-               device.str(), program.flags().threads, o.rounds, chunk, chunk * 4 / 1024,
-               o.ring.chunk_elements > 0 ? ", --chunk-elements" : ", the Communicator's message size");
+               "{} rounds, medians; the ring's chunk {} elements, {} bytes ({})\n", n, comm.launch_env().launcher,
+               device.str(), program.flags().threads, o.rounds, chunk, chunk * 4,
+               o.ring.chunk_elements > 0 ? "--chunk-elements" : "the Communicator's message size");
     fmt::print("self: this build's ch04::ring_all_reduce; {}: the library's all-reduce; memcpy: one copy of the "
                "buffer (the memory bandwidth)\n\n", library);
     fmt::print("{:>12} {:>12} {:>7} | {:>28} | {:>28} | {:>8} | {:>7}\n", "", "", "", "self (ring)            ",

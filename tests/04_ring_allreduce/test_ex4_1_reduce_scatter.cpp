@@ -33,6 +33,17 @@ TEST_CASE("ex4.1 ring_reduce_scatter leaves the exact sum in segment (rank + 1) 
   REQUIRE(comm->stats().collectives() == 0);
 }
 
+// Given code, not the exercise: what chunk the ring uses when none is asked for.
+TEST_CASE("RingOptions: chunk_elements 0 is the Communicator's message size in elements of the buffer", "[np1]") {
+  auto comm = mpi_test::communicator();
+  const int64_t bytes = comm->message_bytes();
+  REQUIRE(ch04::RingOptions{}.for_buffer(*comm, torch::empty({0}, torch::kFloat32)).chunk_elements == bytes / 4);
+  REQUIRE(ch04::RingOptions{}.for_buffer(*comm, torch::empty({0}, torch::kFloat64)).chunk_elements == bytes / 8);
+  REQUIRE(ch04::RingOptions{3}.for_buffer(*comm, torch::empty({0}, torch::kFloat64)).chunk_elements == 3);
+  torch::Tensor buffer = torch::zeros({8});
+  REQUIRE_THROWS(ch04::ring_reduce_scatter(buffer, *comm, ch04::RingOptions{-1}));
+}
+
 TEST_CASE("ex4.1 ring_reduce_scatter sums float64 exactly", "[ex4.1][np3]") {
   auto comm = mpi_test::communicator();
   const int64_t count = 100001;

@@ -22,6 +22,15 @@ torch::Tensor exact_values(int64_t count, int64_t scale, torch::ScalarType dtype
 
 }  // namespace
 
+TEST_CASE("message_bytes is the same on every rank: 512 KiB with every rank on one node", "[communicator][np1][np3]") {
+  auto comm = mpi_test::communicator();
+  const int64_t bytes = comm->message_bytes();
+  const torch::Tensor all = comm->all_gather(torch::tensor({bytes}, torch::kInt64));
+  REQUIRE(mpi_test::all_ranks(torch::all(all == bytes).item<bool>()));
+  // The tests' ranks run on this machine: Note [the message size follows the link].
+  REQUIRE(mpi_test::all_ranks(bytes == int64_t{512} << 10));
+}
+
 TEST_CASE("barrier returns on every rank and is counted", "[communicator][np1][np3]") {
   auto comm = mpi_test::communicator();
   comm->barrier();
