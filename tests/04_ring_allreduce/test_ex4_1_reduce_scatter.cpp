@@ -33,15 +33,32 @@ TEST_CASE("ex4.1 ring_reduce_scatter leaves the exact sum in segment (rank + 1) 
   REQUIRE(comm->stats().collectives() == 0);
 }
 
-// Given code, not the exercise: what chunk the ring uses when none is asked for.
-TEST_CASE("RingOptions: chunk_elements 0 is the Communicator's message size in elements of the buffer", "[np1]") {
-  auto comm = mpi_test::communicator();
-  const int64_t bytes = comm->message_bytes();
-  REQUIRE(ch04::RingOptions{}.for_buffer(*comm, torch::empty({0}, torch::kFloat32)).chunk_elements == bytes / 4);
-  REQUIRE(ch04::RingOptions{}.for_buffer(*comm, torch::empty({0}, torch::kFloat64)).chunk_elements == bytes / 8);
+TEST_CASE("ex4.1 ring_reduce_scatter's default chunk is the Communicator's message size", "[ex4.1][np3]") {
+  auto comm = mpi_test::communicator();  // its own: the counts below are this test's alone
+  const int n = comm->size();
+  // The given code's part: 0 resolves to the Communicator's size, in elements of the buffer.
+  const int64_t chunk = ch04::RingOptions{}.for_buffer(*comm, torch::empty({0}, torch::kFloat32)).chunk_elements;
+  REQUIRE(chunk == comm->message_bytes() / 4);
+  REQUIRE(ch04::RingOptions{}.for_buffer(*comm, torch::empty({0}, torch::kFloat64)).chunk_elements ==
+          comm->message_bytes() / 8);
   REQUIRE(ch04::RingOptions{3}.for_buffer(*comm, torch::empty({0}, torch::kFloat64)).chunk_elements == 3);
-  torch::Tensor buffer = torch::zeros({8});
-  REQUIRE_THROWS(ch04::ring_reduce_scatter(buffer, *comm, ch04::RingOptions{-1}));
+  torch::Tensor too_small = torch::zeros({8});
+  REQUIRE_THROWS(ch04::ring_reduce_scatter(too_small, *comm, ch04::RingOptions{-1}));
+  if (n == 1) return;  // one rank sends nothing
+
+  // The exercise's part, with the default options: every step's segment is three chunks.
+  const int64_t count = 3 * chunk * n;
+  torch::Tensor buffer = ring_data::rank_values(count, comm->rank());
+  ch04::ring_reduce_scatter(buffer, *comm);
+  const int64_t exchanges = comm->stats().count(workbook::CommOp::Exchange);
+  CAPTURE(n, count, chunk, exchanges);
+  INFO("ex4.1: with the default options a step's segment of " << 3 * chunk << " elements goes in chunks of "
+       "options.chunk_elements = " << chunk << " (the Communicator's message size): " << 3 * (n - 1)
+       << " exchanges in " << n - 1 << " steps");
+  REQUIRE(mpi_test::all_ranks(exchanges == 3 * (n - 1)));
+  const ch04::Span mine = ring_data::owned_segment(count, n, comm->rank());
+  REQUIRE(mpi_test::all_ranks(torch::equal(buffer.narrow(0, mine.begin, mine.size()),
+                                            ring_data::sum_over_ranks(count, n).narrow(0, mine.begin, mine.size()))));
 }
 
 TEST_CASE("ex4.1 ring_reduce_scatter sums float64 exactly", "[ex4.1][np3]") {
