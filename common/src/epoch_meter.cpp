@@ -11,9 +11,10 @@
 
 namespace workbook {
 
-EpochMeter::EpochMeter(Program& program, int64_t warmup_steps)
+EpochMeter::EpochMeter(Program& program, int64_t warmup_steps, int data_parallel_ranks)
     : program_(program),
       warmup_steps_(warmup_steps),
+      data_parallel_ranks_(data_parallel_ranks > 0 ? data_parallel_ranks : program.ranks()),
       table_({{"epoch", 5}, {"train_loss", 10}, {"test_loss", 9}, {"test_acc", 8}, {"epoch_s", 8},
               {"samples/s", 10}, {"peak_mem", 10}}) {
   program_.say("{}", table_.header());
@@ -45,7 +46,7 @@ void EpochMeter::before_step(int64_t step) {
 void EpochMeter::after_step(const torch::Tensor& loss, int64_t samples) {
   loss_sum_[0] += loss.detach().to(torch::kFloat64) * static_cast<double>(samples);
   loss_sum_[1] += static_cast<double>(samples);
-  if (step_ >= warmup_) timed_samples_ += samples * program_.ranks();
+  if (step_ >= warmup_) timed_samples_ += samples * data_parallel_ranks_;
   bar_->update(step_ + 1);
   step_span_.reset();
 }
@@ -88,7 +89,7 @@ RunResult EpochMeter::result(std::string config) {
   r.epochs = program_.flags().epochs;
   r.epochs_trained = epochs_trained_;
   r.batch = program_.flags().batch;
-  r.local_batch = r.batch / program_.ranks();
+  r.local_batch = r.batch / data_parallel_ranks_;
   r.samples_per_s = samples_per_s();
   r.epoch_s = mean_epoch_s();
   r.peak_mem_bytes = program_.peak_memory_bytes();  // what one rank needs

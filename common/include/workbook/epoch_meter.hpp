@@ -41,7 +41,10 @@ struct EpochTotals {
 
 class EpochMeter {
  public:
-  EpochMeter(Program& program, int64_t warmup_steps);
+  // data_parallel_ranks: how many ranks train on different samples (0: all
+  // of them). Where ranks split one model instead (Chapter 8), several ranks
+  // step the same samples, and counting each rank's would count them twice.
+  EpochMeter(Program& program, int64_t warmup_steps, int data_parallel_ranks = 0);
   ~EpochMeter();
 
   void begin_epoch(int64_t epoch, int64_t steps);
@@ -67,6 +70,7 @@ class EpochMeter {
  private:
   Program& program_;
   int64_t warmup_steps_;
+  int data_parallel_ranks_;
   Table table_;
   // This epoch.
   int64_t epoch_ = 0, warmup_ = 0, step_ = 0, timed_samples_ = 0;

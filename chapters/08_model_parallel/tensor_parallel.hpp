@@ -1,0 +1,150 @@
+// tensor_parallel.hpp — Chapter 8, first half: tensor parallelism. One layer's
+// weight matrix is cut between the ranks, and every rank computes its part of
+// every sample (Megatron-LM's column- and row-parallel layers).
+//
+// A pair of Linear layers, y = B·(A·x), split over n ranks without gathering
+// the hidden activations in between:
+//
+//             column-parallel A                 row-parallel B
+//   x ──f──> rank 0: A₀·x = h₀ [B, H₀] ──> rank 0: B₀·h₀ ┐
+//   [B, I]   rank 1: A₁·x = h₁ [B, H₁] ──> rank 1: B₁·h₁ ┼─g──> y = Σ_r B_r·h_r [B, O]
+//            (A's rows: output features)    (B's columns)┘       (+ bias, once)
+//
+//   f: forward identity,   backward all-reduce (sum)   — every rank's x feeds
+//      every rank's h, so x's gradient is the sum of what each rank's part says;
+//   g: forward all-reduce, backward identity           — y is the sum of the
+//      parts, so each part's gradient is y's gradient itself.
+//
+// f and g are each other's conjugates: one all-reduce in forward (g) and one in
+// backward (f) per pair, whatever the number of ranks. The nonlinearity between
+// A and B (and dropout) acts on each hidden feature alone, so it runs on each
+// rank's columns as it is.
+//
+// Every rank of a tensor-parallel group computes on the same samples: the
+// input x is the same on every rank, and so is y.
+#pragma once
+#include <cstdint>
+
+#include <torch/torch.h>
+
+#include "workbook/communicator.hpp"
+#include "workbook/models.hpp"
+
+namespace ch08 {
+
+// Given: the part of a dimension of `total` features that `rank` of `ranks`
+// owns, [begin, begin + size). The first total % ranks ranks get one more, so
+// 7 features over 3 ranks are 3, 2, 2: a width that does not divide is allowed.
+struct Shard {
+  int64_t begin = 0;
+  int64_t size = 0;
+};
+Shard shard_of(int64_t total, int rank, int ranks);
+
+// ---- ex8.1: the conjugate operators f and g ----------------------------------
+
+// f: forward returns its input unchanged; backward all-reduces (sums) the
+// gradient over the ranks. Goes before a column-parallel layer.
+class CopyToTensorParallel : public torch::autograd::Function<CopyToTensorParallel> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& input,
+                               workbook::Communicator* comm);
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_outputs);
+};
+
+// g: forward all-reduces (sums) its input over the ranks; backward returns the
+// gradient unchanged. Goes after a row-parallel layer.
+class ReduceFromTensorParallel : public torch::autograd::Function<ReduceFromTensorParallel> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& input,
+                               workbook::Communicator* comm);
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_outputs);
+};
+
+inline torch::Tensor copy_to_tensor_parallel(const torch::Tensor& input, workbook::Communicator& comm) {
+  return CopyToTensorParallel::apply(input, &comm);
+}
+inline torch::Tensor reduce_from_tensor_parallel(const torch::Tensor& input, workbook::Communicator& comm) {
+  return ReduceFromTensorParallel::apply(input, &comm);
+}
+
+// ---- ex8.2: the column-parallel Linear --------------------------------------
+
+// This rank's rows of a Linear's weight [out, in] (its output features
+// shard_of(out, rank, n)) and the same part of its bias.
+// forward(x [B, in], the same on every rank): [B, this rank's output features],
+// through f, so that x's gradient is the whole layer's.
+class ColumnParallelLinearImpl : public torch::nn::Module {
+ public:
+  // Takes this rank's part of `full`'s weight and bias (copies, not views).
+  ColumnParallelLinearImpl(const torch::nn::Linear& full, workbook::Communicator& comm);
+  torch::Tensor forward(const torch::Tensor& input);
+
+  torch::Tensor weight, bias;  // [outputs.size, in], [outputs.size]
+  Shard outputs;               // which of the full layer's output features this rank computes
+  workbook::Communicator* comm;
+};
+TORCH_MODULE(ColumnParallelLinear);
+
+// ---- ex8.3: the row-parallel Linear -----------------------------------------
+
+// This rank's columns of a Linear's weight [out, in] (its input features
+// shard_of(in, rank, n)) and the whole bias.
+// forward(x [B, this rank's input features]): [B, out], the same on every
+// rank: the ranks' partial products summed through g, the bias added once.
+class RowParallelLinearImpl : public torch::nn::Module {
+ public:
+  RowParallelLinearImpl(const torch::nn::Linear& full, workbook::Communicator& comm);
+  torch::Tensor forward(const torch::Tensor& input);
+
+  torch::Tensor weight, bias;  // [out, inputs.size], [out]
+  Shard inputs;                // which of the full layer's input features this rank holds
+  workbook::Communicator* comm;
+};
+TORCH_MODULE(RowParallelLinear);
+
+// ---- ex8.4: FashionCNN with its classifier split ----------------------------
+
+// FashionCNN (models.hpp) with fc1 (2304 → 600) column-parallel and fc2
+// (600 → 120) row-parallel: the pair that holds 95% of its parameters. The
+// convolutions, BatchNorm and fc3 are replicated: every rank computes them on
+// the same samples and gets the same result, and their gradients come out the
+// same on every rank with no all-reduce of their own. Per step: one
+// all-reduce in forward (fc2's g) and one in backward (fc1's f).
+class TensorParallelFashionCNN : public torch::nn::Module {
+ public:
+  // This rank's part of `full` (its weights copied): every rank must pass the
+  // same model. dropout_p: after fc1, as FashionCNN's.
+  TensorParallelFashionCNN(const workbook::FashionCNN& full, workbook::Communicator& comm,
+                           double dropout_p = 0.25, uint64_t dropout_seed = 0);
+  torch::Tensor forward(const torch::Tensor& images);  // [N, 1, 28, 28] -> [N, 10] logits, the same on every rank
+
+  // Given: conv1 → BN → ReLU → pool → conv2 → BN → ReLU → pool → flatten: [N, 2304].
+  torch::Tensor features(const torch::Tensor& images);
+  // Given: dropout of this rank's columns of fc1's output. The ranks draw one
+  // mask for all 600 features from a generator they seeded alike, and each
+  // keeps its own columns: the masks a single process would draw, cut like
+  // the activations (Note [one mask for the whole layer]).
+  torch::Tensor dropout(const torch::Tensor& shard);
+
+  torch::nn::Conv2d conv1{nullptr}, conv2{nullptr};
+  torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr};
+  ColumnParallelLinear fc1{nullptr};
+  RowParallelLinear fc2{nullptr};
+  torch::nn::Linear fc3{nullptr};
+
+ private:
+  workbook::Communicator* comm_;
+  double dropout_p_;
+  int64_t hidden_;  // fc1's output features in the whole model (600)
+  torch::Generator dropout_generator_;
+};
+
+// Given: the dropout mask over a whole [rows, columns] activation, as
+// TensorParallelFashionCNN::dropout draws it (kept / (1 - p), or 0), from
+// `generator`. What a test's single-process oracle multiplies by.
+torch::Tensor full_dropout_mask(int64_t rows, int64_t columns, double p, torch::Generator& generator);
+
+}  // namespace ch08

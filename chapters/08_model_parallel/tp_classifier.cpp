@@ -1,0 +1,66 @@
+// tp_classifier.cpp — ex8.4: FashionCNN with fc1 and fc2 split over the ranks.
+#include <ATen/CPUGeneratorImpl.h>
+
+#include "tensor_parallel.hpp"
+#include "workbook/errors.hpp"
+
+namespace ch08 {
+
+namespace {
+// A deep copy of one of `full`'s layers: its parameters and buffers, on its
+// device and in its dtype.
+template <typename Layer>
+Layer replicate(const torch::nn::Module& source) {
+  auto copy = std::dynamic_pointer_cast<typename Layer::Impl>(source.clone());
+  WB_ASSERT(copy != nullptr, "FashionCNN's {} is not the layer TensorParallelFashionCNN replicates", source.name());
+  return Layer(copy);
+}
+}  // namespace
+
+TensorParallelFashionCNN::TensorParallelFashionCNN(const workbook::FashionCNN& full, workbook::Communicator& comm,
+                                                   double dropout_p, uint64_t dropout_seed)
+    : comm_(&comm),
+      dropout_p_(dropout_p),
+      hidden_(full.fc1->options.out_features()),
+      dropout_generator_(at::make_generator<at::CPUGeneratorImpl>(dropout_seed)) {
+  WB_CHECK(dropout_p >= 0.0 && dropout_p < 1.0, "dropout probability {} is not in [0, 1)", dropout_p);
+  auto children = full.named_children();
+  conv1 = register_module("conv1", replicate<torch::nn::Conv2d>(*full.conv1));
+  bn1 = register_module("bn1", replicate<torch::nn::BatchNorm2d>(*children["bn1"]));
+  conv2 = register_module("conv2", replicate<torch::nn::Conv2d>(*full.conv2));
+  bn2 = register_module("bn2", replicate<torch::nn::BatchNorm2d>(*children["bn2"]));
+  WB_NOT_IMPLEMENTED("ex8.4");  // TODO(ex8.4): your code here
+}
+
+torch::Tensor TensorParallelFashionCNN::features(const torch::Tensor& images) {
+  torch::Tensor x = torch::max_pool2d(torch::relu(bn1(conv1(images))), 2);  // [N, 32, 14, 14]
+  x = torch::max_pool2d(torch::relu(bn2(conv2(x))), 2);                    // [N, 64, 6, 6]
+  return x.flatten(1);                                                       // [N, 2304]
+}
+
+torch::Tensor TensorParallelFashionCNN::forward(const torch::Tensor& images) {
+  WB_NOT_IMPLEMENTED("ex8.4");  // TODO(ex8.4): your code here
+}
+
+// Note: [one mask for the whole layer] Dropout after fc1 zeroes hidden
+// features. Each rank holds some columns of the hidden activation, so if each
+// drew its own mask for its columns, the model would still be a dropout
+// network, but not the one a single process trains: tests could not compare,
+// and a rank's mask would depend on how many ranks there are. So every rank
+// draws the mask for the whole [N, 600] from a generator seeded alike (the
+// ranks call forward equally often, so the generators stay in step) and keeps
+// its columns. Megatron-LM keeps a separate "model-parallel" random state for
+// the same reason. Drawing 600 columns to keep 300 costs little next to fc1.
+torch::Tensor TensorParallelFashionCNN::dropout(const torch::Tensor& shard) {
+  if (!is_training() || dropout_p_ == 0.0) return shard;
+  const Shard columns = fc1->outputs;
+  const torch::Tensor mask = full_dropout_mask(shard.size(0), hidden_, dropout_p_, dropout_generator_);
+  return shard * mask.narrow(1, columns.begin, columns.size).to(shard.device(), shard.scalar_type());
+}
+
+torch::Tensor full_dropout_mask(int64_t rows, int64_t columns, double p, torch::Generator& generator) {
+  torch::Tensor kept = torch::empty({rows, columns}, torch::kFloat64).bernoulli_(1.0 - p, generator);
+  return kept / (1.0 - p);
+}
+
+}  // namespace ch08
