@@ -58,6 +58,28 @@ torch::Tensor TensorParallelFashionCNN::dropout(const torch::Tensor& shard) {
   return shard * mask.narrow(1, columns.begin, columns.size).to(shard.device(), shard.scalar_type());
 }
 
+Evaluation evaluate_tensor_parallel(TensorParallelFashionCNN& model, const torch::Tensor& images,
+                                    const torch::Tensor& labels, int64_t batch) {
+  torch::NoGradGuard no_grad;
+  model.eval();
+  Evaluation e;
+  double loss_sum = 0.0;
+  for (int64_t first = 0; first < images.size(0); first += batch) {
+    const int64_t count = std::min(batch, images.size(0) - first);
+    const torch::Tensor logits = model.forward(images.narrow(0, first, count));
+    const torch::Tensor truth = labels.narrow(0, first, count);
+    loss_sum += torch::nn::functional::cross_entropy(
+                    logits, truth, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                    .item<double>();
+    e.correct += logits.argmax(1).eq(truth).sum().item<int64_t>();
+  }
+  model.train();
+  e.total = images.size(0);
+  e.accuracy = static_cast<double>(e.correct) / static_cast<double>(e.total);
+  e.mean_loss = loss_sum / static_cast<double>(e.total);
+  return e;
+}
+
 torch::Tensor full_dropout_mask(int64_t rows, int64_t columns, double p, torch::Generator& generator) {
   torch::Tensor kept = torch::empty({rows, columns}, torch::kFloat64).bernoulli_(1.0 - p, generator);
   return kept / (1.0 - p);

@@ -44,8 +44,10 @@ void EpochMeter::before_step(int64_t step) {
 }
 
 void EpochMeter::after_step(const torch::Tensor& loss, int64_t samples) {
-  loss_sum_[0] += loss.detach().to(torch::kFloat64) * static_cast<double>(samples);
-  loss_sum_[1] += static_cast<double>(samples);
+  if (loss.defined()) {  // undefined on a rank that computes no loss (a pipeline's stages before the last)
+    loss_sum_[0] += loss.detach().to(torch::kFloat64) * static_cast<double>(samples);
+    loss_sum_[1] += static_cast<double>(samples);
+  }
   if (step_ >= warmup_) timed_samples_ += samples * data_parallel_ranks_;
   bar_->update(step_ + 1);
   step_span_.reset();

@@ -142,6 +142,18 @@ class TensorParallelFashionCNN : public torch::nn::Module {
   torch::Generator dropout_generator_;
 };
 
+// What evaluating a split model on the test set found (every rank gets it).
+struct Evaluation {
+  double accuracy = 0.0, mean_loss = 0.0;
+  int64_t correct = 0, total = 0;
+};
+
+// Given: the test set through the tensor-parallel model in eval mode, in
+// batches of `batch`. Every rank evaluates every sample: the ranks must call
+// forward on the same batches, or f and g would add up parts of different samples.
+Evaluation evaluate_tensor_parallel(TensorParallelFashionCNN& model, const torch::Tensor& images,
+                                    const torch::Tensor& labels, int64_t batch);
+
 // Given: the dropout mask over a whole [rows, columns] activation, as
 // TensorParallelFashionCNN::dropout draws it (kept / (1 - p), or 0), from
 // `generator`. What a test's single-process oracle multiplies by.

@@ -16,4 +16,21 @@ if(TARGET ch08_train_solution)
   # the survivor ends within seconds and names the call it was waiting in.
   workbook_expect_failure_within(ch08_train_dead_rank "solution;ch08;mpi" 60 "rank 0 of 2: stopped by a signal while in"
     ${mpi2} sh ${CMAKE_SOURCE_DIR}/tests/support/kill_rank_after.sh 1 6 ${ch08} --layout tensor --epochs 5 --threads 1)
+  # The pipeline: bad layouts exit 2 before any rank waits for another.
+  workbook_expect_error(ch08_train_more_stages_than_blocks "solution;ch08;mpi" 2
+                        "FashionCNN has 5 blocks to cut .*: 6 ranks are too many"
+                        ${MPIEXEC_EXECUTABLE} --oversubscribe -n 6 ${ch08} --layout pipeline)
+  workbook_expect_error(ch08_train_micro_batches_not_dividing "solution;ch08;mpi" 2
+                        "--micro-batches 3 does not divide --batch 100" ${mpi2} ${ch08} --layout pipeline --micro-batches 3)
+  workbook_expect_error(ch08_bench_one_rank "solution;ch08" 2 "1 rank\\(s\\) cannot make one" $<TARGET_FILE:ch08_bench_solution>)
+  foreach(schedule gpipe 1f1b)
+    workbook_check_result_line(ch08_train_pipeline_${schedule}_result_line "solution;ch08;mpi" ${mpi3} ${ch08}
+                               --layout pipeline --schedule ${schedule} --micro-batches 4 --batch 40 --epochs 1
+                               --train-samples 400 --threads 1)
+  endforeach()
+  # A stage that dies mid-step: its neighbours end within seconds, naming the
+  # send or receive they were waiting in.
+  workbook_expect_failure_within(ch08_train_pipeline_dead_stage "solution;ch08;mpi" 60
+    "rank 0 of 2: stopped by a signal while in"
+    ${mpi2} sh ${CMAKE_SOURCE_DIR}/tests/support/kill_rank_after.sh 1 6 ${ch08} --layout pipeline --epochs 5 --threads 1)
 endif()

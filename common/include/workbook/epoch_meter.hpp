@@ -49,7 +49,10 @@ class EpochMeter {
 
   void begin_epoch(int64_t epoch, int64_t steps);
   void before_step(int64_t step);
-  void after_step(const torch::Tensor& loss, int64_t samples);  // this rank's mean loss over `samples`
+  // `loss`: this rank's mean loss over `samples`; undefined where the rank
+  // computes none (a pipeline stage before the last): its samples are then
+  // counted for the throughput only.
+  void after_step(const torch::Tensor& loss, int64_t samples);
   EpochTotals end_epoch();  // every rank: all-reduces the loss, then record()s the epoch
   // Counts an epoch into the run's totals. For a loop that measured its own
   // epoch (Chapter 1's train_epoch) instead of begin/before/after/end.

@@ -1,0 +1,25 @@
+// gpipe.cpp — ex8.6: the GPipe schedule.
+#include "pipeline.hpp"
+#include "workbook/errors.hpp"
+
+namespace ch08 {
+
+void gpipe(PipelineStage& stage) {
+  [[maybe_unused]] const int64_t m = stage.micro_batches();
+  // BEGIN SOLUTION ex8.6
+  // Every micro-batch forward: stage s works on micro-batch i while stage s+1
+  // works on i-1. Sends go one way only, so blocking ones cannot deadlock.
+  for (int64_t micro = 0; micro < m; ++micro) {
+    const torch::Tensor input = stage.recv_forward(micro);
+    stage.send_forward(stage.forward(micro, input));
+  }
+  // Then every backward, in the same order (the gradients add up in the order
+  // a single process accumulating micro-batches would add them).
+  for (int64_t micro = 0; micro < m; ++micro) {
+    const torch::Tensor output_grad = stage.recv_backward();
+    stage.send_backward(stage.backward(micro, output_grad));
+  }
+  // END SOLUTION
+}
+
+}  // namespace ch08

@@ -1,0 +1,143 @@
+// pipeline_oracles.hpp — what Chapter 8's pipeline tests compare with: one
+// process training the whole FashionCNN with gradient accumulation over the
+// same micro-batches and the same dropout masks, and each schedule's order
+// of work written out from its definition.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include "pipeline.hpp"
+#include "tensor_parallel.hpp"
+#include "tp_oracles.hpp"
+
+namespace pipeline_oracle {
+
+inline constexpr uint64_t kDropoutSeed = 31;
+
+inline std::shared_ptr<workbook::FashionCNN> whole_model(uint64_t seed) {
+  torch::manual_seed(seed);  // the same on every rank
+  return std::make_shared<workbook::FashionCNN>();
+}
+
+inline torch::Tensor images_for(int64_t step, int64_t count) {
+  torch::manual_seed(500 + static_cast<uint64_t>(step));
+  return torch::rand({count, 1, 28, 28});
+}
+inline torch::Tensor labels_for(int64_t step, int64_t count) {
+  return (torch::arange(count, torch::kInt64) * 3 + step) % 10;
+}
+
+// One step of the whole model on `m` micro-batches, their gradients
+// accumulated, masks drawn in micro-batch order: returns the batch's loss.
+inline double accumulate_step(workbook::FashionCNN& whole, torch::Generator& masks, const torch::Tensor& images,
+                              const torch::Tensor& labels, int64_t m) {
+  const int64_t rows = images.size(0) / m;
+  double loss_sum = 0.0;
+  for (int64_t micro = 0; micro < m; ++micro) {
+    const torch::Tensor mask = ch08::full_dropout_mask(rows, 600, 0.25, masks);
+    const torch::Tensor logits =
+        tp_oracle::fashion_cnn_forward(whole, images.narrow(0, micro * rows, rows), mask);
+    const torch::Tensor loss =
+        torch::nn::functional::cross_entropy(logits, labels.narrow(0, micro * rows, rows)) / static_cast<double>(m);
+    loss.backward();
+    loss_sum += loss.item<double>();
+  }
+  return loss_sum;
+}
+
+// The largest difference between a stage's parameters (or their gradients)
+// and the whole model's of the same names; -1 when a name is missing.
+inline double stage_difference(ch08::PipelineStage& stage, workbook::FashionCNN& whole, bool gradients) {
+  auto whole_parameters = whole.named_parameters();
+  double most = 0.0;
+  for (const auto& item : stage.named_parameters()) {
+    const torch::Tensor* other = whole_parameters.find(item.key());
+    if (other == nullptr) return -1.0;
+    const torch::Tensor a = gradients ? item.value().grad() : item.value();
+    const torch::Tensor b = gradients ? other->grad() : *other;
+    if (!a.defined() || !b.defined()) return -1.0;
+    most = std::max(most, tp_oracle::max_difference(a, b));
+  }
+  return most;
+}
+
+// What `stage` of `stages` does under each schedule, in order, written out
+// from its definition (StageStepStats::order's tokens).
+struct Order {
+  bool first, last;
+  std::vector<std::string> items;
+  void recv_forward(int64_t i) { if (!first) items.push_back(fmt::format("<F{}", i)); }
+  void forward(int64_t i) { items.push_back(fmt::format("F{}", i)); }
+  void send_forward(int64_t i) { if (!last) items.push_back(fmt::format("F{}>", i)); }
+  void recv_backward(int64_t i) { if (!last) items.push_back(fmt::format("<B{}", i)); }
+  void backward(int64_t i) { items.push_back(fmt::format("B{}", i)); }
+  void send_backward(int64_t i) { if (!first) items.push_back(fmt::format("B{}>", i)); }
+};
+
+// GPipe: each micro-batch received, computed and passed on, then each backward alike.
+inline std::vector<std::string> gpipe_order(int stage, int stages, int64_t m) {
+  Order o{stage == 0, stage == stages - 1, {}};
+  for (int64_t i = 0; i < m; ++i) { o.recv_forward(i); o.forward(i); o.send_forward(i); }
+  for (int64_t i = 0; i < m; ++i) { o.recv_backward(i); o.backward(i); o.send_backward(i); }
+  return o.items;
+}
+
+// 1F1B: a forward may start while the stage holds fewer than p - s
+// micro-batches; otherwise the oldest backward runs. The steady state's
+// transfers are exchanges: an output sent as the gradient of the oldest
+// comes back, a gradient sent as the next input comes in.
+inline std::vector<std::string> one_f_one_b_order(int stage, int stages, int64_t m) {
+  Order o{stage == 0, stage == stages - 1, {}};
+  const int64_t limit = stages - stage;
+  int64_t forwards = 0, backwards = 0;
+  bool input_here = false;  // the next forward's input arrived by an exchange
+  while (backwards < m) {
+    if (forwards < m && forwards - backwards < limit) {
+      if (!input_here) o.recv_forward(forwards);
+      o.forward(forwards);
+      input_here = false;
+      const bool backward_next = forwards + 1 - backwards == limit;  // the stage is full: the oldest goes back
+      if (backward_next && !o.last) {
+        o.items.push_back(fmt::format("F{}>|<B{}", forwards, backwards));
+      } else {
+        o.send_forward(forwards);
+      }
+      ++forwards;
+      if (backward_next) {
+        o.backward(backwards);
+        const bool forward_next = forwards < m;
+        if (forward_next && !o.first) {
+          o.items.push_back(fmt::format("B{}>|<F{}", backwards, forwards));
+          input_here = true;
+        } else if (forward_next) {
+          input_here = true;  // the first stage's images need no transfer
+        } else {
+          o.send_backward(backwards);
+        }
+        ++backwards;
+      }
+    } else {
+      o.recv_backward(backwards);
+      o.backward(backwards);
+      o.send_backward(backwards);
+      ++backwards;
+    }
+  }
+  return o.items;
+}
+
+inline std::string joined(const std::vector<std::string>& order) {
+  std::string s;
+  for (const std::string& item : order) {
+    if (!s.empty()) s += ' ';
+    s += item;
+  }
+  return s;
+}
+
+}  // namespace pipeline_oracle
