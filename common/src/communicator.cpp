@@ -34,7 +34,7 @@ bool supported(torch::ScalarType dtype) {
 
 // "float32 x 1475338, average" / "float32 x 10, root 0" / "int64 x 3, to rank 1"
 std::string arguments(CommOp op, torch::ScalarType dtype, int64_t count, int peer, ReduceOp reduce) {
-  std::string text = op == CommOp::Barrier ? "" : fmt::format("{} x {}", dtype_name(dtype), count);
+  std::string text = op == CommOp::Barrier || op == CommOp::Split ? "" : fmt::format("{} x {}", dtype_name(dtype), count);
   switch (op) {
     case CommOp::Broadcast: return text + fmt::format(", root {}", peer);
     case CommOp::AllReduce:
@@ -50,7 +50,7 @@ std::string arguments(CommOp op, torch::ScalarType dtype, int64_t count, int pee
 
 const char* op_name(CommOp op) {
   static const char* names[kCommOpCount] = {"barrier", "broadcast", "all_reduce", "all_gather",
-                                            "reduce_scatter", "send", "recv", "exchange"};
+                                            "reduce_scatter", "send", "recv", "exchange", "split"};
   return names[static_cast<int>(op)];
 }
 
@@ -120,7 +120,14 @@ Backend backend_for(const torch::Device& device) { return device.is_cuda() ? Bac
 
 Communicator::Communicator(LaunchEnv env, CommunicatorOptions options)
     : env_(std::move(env)), options_(options) {
-  watchdog::set_process_label(env_.label());
+  if (env_.group.empty()) watchdog::set_process_label(env_.label());  // a group's names the job's rank in its calls
+}
+
+std::unique_ptr<Communicator> Communicator::split(int color, int key, const std::string& name) {
+  WB_ASSERT(color >= 0, "split: color {} must be 0 or more", color);
+  const auto call = begin(CommOp::Split, nullptr, 0, 0, ReduceOp::Sum);
+  const std::string job = env_.group.empty() ? env_.label() : env_.group;
+  return do_split(color, key, fmt::format("{} ({} in the job)", name, job));
 }
 
 void Communicator::check_tensor(const torch::Tensor& tensor, CommOp op, const char* role) const {

@@ -141,9 +141,20 @@ bool all_ranks_on_one_node(MPI_Comm comm, const LaunchEnv& env) {
 // collective call: every rank creates its Communicators in the same order.
 class MpiCommunicator final : public Communicator {
  public:
-  MpiCommunicator(const LaunchEnv& env, const CommunicatorOptions& options) : Communicator(env, options) {
-    check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &data_), env, "MPI_Comm_dup");
-    check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &check_), env, "MPI_Comm_dup");
+  MpiCommunicator(const LaunchEnv& env, const CommunicatorOptions& options)
+      : MpiCommunicator(env, options, MPI_COMM_WORLD, MPI_COMM_WORLD, -1, 0) {}
+  // Over `data` and `check` themselves (duplicated), or, with color >= 0,
+  // over the group of their ranks that MPI_Comm_split makes of them.
+  MpiCommunicator(const LaunchEnv& env, const CommunicatorOptions& options, MPI_Comm data, MPI_Comm check, int color,
+                  int key)
+      : Communicator(env, options) {
+    if (color < 0) {
+      check_mpi(MPI_Comm_dup(data, &data_), env, "MPI_Comm_dup");
+      check_mpi(MPI_Comm_dup(check, &check_), env, "MPI_Comm_dup");
+    } else {
+      check_mpi(MPI_Comm_split(data, color, key, &data_), env, "MPI_Comm_split");
+      check_mpi(MPI_Comm_split(check, color, key, &check_), env, "MPI_Comm_split");
+    }
     // Errors come back as return codes (checked) instead of aborting the job.
     check_mpi(MPI_Comm_set_errhandler(data_, MPI_ERRORS_RETURN), env, "MPI_Comm_set_errhandler");
     check_mpi(MPI_Comm_set_errhandler(check_, MPI_ERRORS_RETURN), env, "MPI_Comm_set_errhandler");
@@ -259,6 +270,19 @@ class MpiCommunicator final : public Communicator {
 
   std::vector<std::string> exchange_signatures(const std::string& bytes) override {
     return allgather_bytes(check_, bytes, launch_env());
+  }
+
+  std::unique_ptr<Communicator> do_split(int color, int key, const std::string& name) override {
+    // The group's rank and size are only known once it exists: split a
+    // scratch communicator first to learn them, then build the real one.
+    MPI_Comm group = MPI_COMM_NULL;
+    check(MPI_Comm_split(data_, color, key, &group), "MPI_Comm_split");
+    LaunchEnv env = launch_env();
+    check(MPI_Comm_rank(group, &env.rank), "MPI_Comm_rank");
+    check(MPI_Comm_size(group, &env.world_size), "MPI_Comm_size");
+    MPI_Comm_free(&group);
+    env.group = name;
+    return std::make_unique<MpiCommunicator>(env, options(), data_, check_, color, key);
   }
 
  private:

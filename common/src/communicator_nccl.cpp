@@ -82,6 +82,17 @@ class NcclCommunicator final : public Communicator {
     }
     check_cuda(cudaMalloc(&barrier_word_, sizeof(float)), env, "cudaMalloc");
   }
+  // A group of `parent`'s ranks: ncclCommSplit makes its NCCL communicator
+  // (every rank of the parent calls it), MPI_Comm_split the check channel.
+  NcclCommunicator(const LaunchEnv& env, const CommunicatorOptions& options, ncclComm_t parent, MPI_Comm parent_check,
+                   int device_index, int color, int key)
+      : Communicator(env, options), device_index_(device_index) {
+    check_cuda(cudaSetDevice(device_index_), env, "cudaSetDevice");
+    check_mpi(MPI_Comm_split(parent_check, color, key, &check_), env, "MPI_Comm_split");
+    check_mpi(MPI_Comm_set_errhandler(check_, MPI_ERRORS_RETURN), env, "MPI_Comm_set_errhandler");
+    check_nccl(ncclCommSplit(parent, color, key, &comm_, nullptr), env, "ncclCommSplit");
+    check_cuda(cudaMalloc(&barrier_word_, sizeof(float)), env, "cudaMalloc");
+  }
   ~NcclCommunicator() override {
     if (comm_ != nullptr) {
       if (std::uncaught_exceptions() > 0) {
@@ -167,6 +178,18 @@ class NcclCommunicator final : public Communicator {
     check_nccl(ncclGroupEnd(), launch_env(), "ncclGroupEnd (exchange)");
     return [this] { wait("exchange (ncclSend + ncclRecv)"); };
   }
+  std::unique_ptr<Communicator> do_split(int color, int key, const std::string& name) override {
+    // The group's rank and size: from the check channel split the same way.
+    MPI_Comm group = MPI_COMM_NULL;
+    check_mpi(MPI_Comm_split(check_, color, key, &group), launch_env(), "MPI_Comm_split");
+    LaunchEnv env = launch_env();
+    check_mpi(MPI_Comm_rank(group, &env.rank), launch_env(), "MPI_Comm_rank");
+    check_mpi(MPI_Comm_size(group, &env.world_size), launch_env(), "MPI_Comm_size");
+    MPI_Comm_free(&group);
+    env.group = name;
+    return std::make_unique<NcclCommunicator>(env, options(), comm_, check_, device_index_, color, key);
+  }
+
   std::vector<std::string> exchange_signatures(const std::string& bytes) override {
     return allgather_bytes(check_, bytes, launch_env());
   }

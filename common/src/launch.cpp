@@ -49,7 +49,10 @@ std::optional<int> read_int(const GetEnv& getenv, const char* name, const char* 
 
 }  // namespace
 
-std::string LaunchEnv::label() const { return fmt::format("rank {} of {}", rank, world_size); }
+std::string LaunchEnv::label() const {
+  return group.empty() ? fmt::format("rank {} of {}", rank, world_size)
+                       : fmt::format("rank {} of {} in {}", rank, world_size, group);
+}
 
 LaunchEnv read_launch_env(const GetEnv& getenv_given) {
   const GetEnv getenv = getenv_given ? getenv_given : [](const char* name) { return std::getenv(name); };

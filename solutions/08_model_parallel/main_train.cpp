@@ -3,19 +3,29 @@
 //   --layout tensor:   fc1 and fc2 split over every rank (ex8.1 to ex8.4);
 //   --layout pipeline: a stage per rank (ex8.5), the batch cut into
 //                      --micro-batches, scheduled by --schedule gpipe (ex8.6)
-//                      or 1f1b (ex8.7).
+//                      or 1f1b (ex8.7);
+//   --layout hybrid:   groups of --tensor-ranks T split the model, the
+//                      ranks / T groups train on different samples (ex8.8, ex8.9);
+//                      --tensor-groups consecutive (ranks 0..T-1, ...: a node,
+//                      with T ranks per node) or strided (across the nodes).
 //
-//   mpirun -n 2 ch08_train [--layout tensor|pipeline] [--schedule gpipe|1f1b] [--micro-batches 4]
+//   mpirun -n 2 ch08_train [--layout tensor|pipeline|hybrid] [--schedule gpipe|1f1b] [--micro-batches 4]
+//                          [--tensor-ranks 2] [--tensor-groups consecutive|strided]
 //                          [--epochs 1] [--batch 100] [--lr 1e-3] [--threads N] [--train-samples N]
 //                          [--data DIR] [--json FILE] [--trace FILE]
 //   workbook run ch08 --ranks 2 [--solution] -- ARGS
 //
-// Unlike Chapters 3 to 7, the ranks do not take different samples: each holds
-// part of the model, and together they compute every sample of the batch.
-// samples_per_s counts each sample once.
+// Unlike Chapters 3 to 7, the ranks of a tensor group or a pipeline do not
+// take different samples: each holds part of the model, and together they
+// compute every sample of their batch. samples_per_s counts each sample once.
+// --layout hybrid also prints what each group sends per step and whether its
+// ranks share a node: what the layout puts on the link between nodes.
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include "ddp.hpp"  // Chapter 3's reference: DistributedSampler, gather_batch
+#include "hybrid.hpp"
 #include "pipeline.hpp"
 #include "tensor_parallel.hpp"
 #include "workbook/epoch_meter.hpp"
@@ -33,13 +43,41 @@ constexpr int64_t kWarmupSteps = 5;  // untimed steps at the start of the run
 constexpr int64_t kEvalBatch = 1000;
 constexpr int64_t kHiddenFeatures = 600;  // FashionCNN's fc1 outputs: what tensor parallelism splits
 
+// The hosts of a group's ranks, in its order, and whether they are one.
+struct GroupHosts {
+  std::vector<std::string> hosts;
+  bool one_node() const { return std::all_of(hosts.begin(), hosts.end(), [&](auto& h) { return h == hosts[0]; }); }
+};
+GroupHosts hosts_of(workbook::Communicator& group) {
+  constexpr int64_t kLength = 64;
+  char name[kLength] = {};
+  gethostname(name, kLength - 1);
+  torch::Tensor mine = torch::zeros({kLength}, torch::kUInt8);
+  std::memcpy(mine.data_ptr(), name, kLength);
+  const torch::Tensor all = group.all_gather(mine.to(group.device())).cpu();
+  GroupHosts g;
+  for (int r = 0; r < group.size(); ++r) g.hosts.emplace_back(reinterpret_cast<const char*>(all[r].data_ptr()));
+  return g;
+}
+
+int64_t all_reduced(const workbook::Communicator& group) {
+  return group.stats().elements[static_cast<int>(workbook::CommOp::AllReduce)];
+}
+
+// Bytes a rank sends for `elements` all-reduced among `ranks`, as a ring would.
+double ring_bytes(int64_t elements, int ranks) {
+  return ranks > 1 ? 2.0 * (ranks - 1) / ranks * 4.0 * static_cast<double>(elements) : 0.0;
+}
+
 int train(workbook::Program& program) {
-  std::string layout = "tensor", schedule_name = "1f1b";
+  std::string layout = "tensor", schedule_name = "1f1b", tensor_groups_name = "consecutive";
   int64_t micro_batches = 4;
+  int tensor_ranks = 2;
   program.cli()
-      .add_option("--layout", layout, "how the model is split: tensor (fc1 and fc2 over every rank) or pipeline "
-                                      "(a stage of consecutive layers per rank)")
-      ->check(CLI::IsMember({"tensor", "pipeline"}))
+      .add_option("--layout", layout, "how the model is split: tensor (fc1 and fc2 over every rank), pipeline "
+                                      "(a stage of consecutive layers per rank) or hybrid (tensor groups, data "
+                                      "parallel between them)")
+      ->check(CLI::IsMember({"tensor", "pipeline", "hybrid"}))
       ->capture_default_str();
   program.cli()
       .add_option("--schedule", schedule_name, "--layout pipeline: gpipe (all forwards, then all backwards) or "
@@ -50,17 +88,32 @@ int train(workbook::Program& program) {
       .add_option("--micro-batches", micro_batches, "--layout pipeline: micro-batches per batch (must divide --batch)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  program.cli()
+      .add_option("--tensor-ranks", tensor_ranks, "--layout hybrid: ranks per tensor group (must divide the ranks)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  program.cli()
+      .add_option("--tensor-groups", tensor_groups_name, "--layout hybrid: consecutive (ranks 0..T-1, T..2T-1, ...) "
+                                                         "or strided (ranks 0, D, 2D, ...; D = ranks / T)")
+      ->check(CLI::IsMember({"consecutive", "strided"}))
+      ->capture_default_str();
   const workbook::TrainFlags& flags = program.parse();
   const int ranks = program.ranks();
-  const bool pipelined = layout == "pipeline";
+  const bool pipelined = layout == "pipeline", hybrid = layout == "hybrid";
+  if (!hybrid) tensor_ranks = ranks;  // --layout tensor: one tensor group of every rank
+  const int data_ranks = hybrid ? ranks / tensor_ranks : 1;
   if (pipelined) {
     WB_CHECK(ranks <= ch08::kBlocks, "--layout pipeline puts a stage on each rank, and FashionCNN has {} blocks to "
              "cut (conv1, conv2, fc1, fc2, fc3): {} ranks are too many", ch08::kBlocks, ranks);
     WB_CHECK(flags.batch % micro_batches == 0, "--micro-batches {} does not divide --batch {} into equal micro-batches",
              micro_batches, flags.batch);
   } else {
-    WB_CHECK(ranks <= kHiddenFeatures, "--layout tensor splits fc1's {} features over the ranks: {} ranks are too many",
-             kHiddenFeatures, ranks);
+    WB_CHECK(ranks % tensor_ranks == 0, "{} ranks do not make groups of --tensor-ranks {}: the ranks must be a "
+             "multiple of it", ranks, tensor_ranks);
+    WB_CHECK(tensor_ranks <= kHiddenFeatures, "a tensor group splits fc1's {} features: {} ranks in one are too many",
+             kHiddenFeatures, tensor_ranks);
+    WB_CHECK(flags.batch % data_ranks == 0, "--batch {} is the global batch and must divide evenly among the {} data "
+             "groups (ranks / --tensor-ranks)", flags.batch, data_ranks);
   }
   WB_CHECK(flags.train_samples < 0 || flags.train_samples >= flags.batch,
            "--train-samples {} is less than one batch (--batch {})", flags.train_samples, flags.batch);
@@ -76,8 +129,14 @@ int train(workbook::Program& program) {
   std::shared_ptr<ch08::TensorParallelFashionCNN> tensor_parallel;
   std::shared_ptr<ch08::PipelineStage> stage;
   std::shared_ptr<torch::nn::Module> part;  // what this rank holds and steps
+  ch08::HybridGroups groups;
   if (pipelined) {
     part = stage = std::make_shared<ch08::PipelineStage>(full, comm, flags.seed);
+  } else if (hybrid) {
+    groups = ch08::make_hybrid_groups(comm, tensor_ranks, tensor_groups_name == "strided"
+                                                               ? ch08::TensorGroups::Strided
+                                                               : ch08::TensorGroups::Consecutive);
+    part = tensor_parallel = std::make_shared<ch08::TensorParallelFashionCNN>(full, *groups.tensor, 0.25, flags.seed);
   } else {
     part = tensor_parallel = std::make_shared<ch08::TensorParallelFashionCNN>(full, comm, 0.25, flags.seed);
   }
@@ -85,21 +144,34 @@ int train(workbook::Program& program) {
   torch::optim::Adam optimizer(part->parameters(), torch::optim::AdamOptions(flags.lr));
   const int64_t held = workbook::count_parameters(*part);
 
-  // One order of the samples for every rank: a sampler of one replica.
-  ch03::DistributedSampler sampler(data.train.size(), 1, 0, /*shuffle=*/true, flags.seed);
-  const int64_t steps_per_epoch = sampler.num_samples() / flags.batch;  // whole batches: micro-batches must divide
+  // One order of the samples for every rank of a tensor group or pipeline;
+  // each data group its own share of them.
+  const int data_rank = groups.data ? groups.data->rank() : 0;
+  ch03::DistributedSampler sampler(data.train.size(), data_ranks, data_rank, /*shuffle=*/true, flags.seed);
+  const int64_t local_batch = flags.batch / data_ranks;
+  const int64_t steps_per_epoch = sampler.num_samples() / local_batch;  // whole batches: micro-batches must divide
   program.say("ch08_train: FashionCNN, {} rank(s) ({}), layout {}{}, {} of {} parameters on rank 0, batch {} on "
               "every rank, {} train / {} test samples, Adam lr {}, device {}, {} thread(s) per rank",
               ranks, program.env().launcher, layout,
               pipelined ? fmt::format(" ({}, {} micro-batches of {})", schedule_name, micro_batches,
                                       flags.batch / micro_batches)
+              : hybrid  ? fmt::format(": {} {} tensor group(s) of {} rank(s), {} data group(s) of {}, {} samples each",
+                                      data_ranks, tensor_groups_name, tensor_ranks, tensor_ranks, data_ranks, local_batch)
                         : std::string(": fc1 and fc2 split"),
               held, workbook::count_parameters(full), flags.batch, data.train.size(), data.test.size(), flags.lr,
               device.str(), flags.threads);
 
-  workbook::EpochMeter meter(program, kWarmupSteps, /*data_parallel_ranks=*/1);
+  GroupHosts tensor_hosts, data_hosts;
+  if (hybrid) {
+    tensor_hosts = hosts_of(*groups.tensor);
+    data_hosts = hosts_of(*groups.data);
+    program.say("rank 0's tensor group on {}, its data group on {}", fmt::join(tensor_hosts.hosts, ", "),
+                fmt::join(data_hosts.hosts, ", "));
+  }
+  workbook::EpochMeter meter(program, kWarmupSteps, data_ranks);
   ch08::Evaluation eval;
   std::vector<double> step_s, compute_s;  // the pipeline's timed steps on this stage
+  int64_t tensor_elements = 0, data_elements = 0;  // all-reduced by the hybrid's training steps (not evaluation)
   int64_t peak_held = 0;
   for (int64_t epoch = 1; epoch <= flags.epochs; ++epoch) {
     sampler.set_epoch(epoch);
@@ -109,11 +181,11 @@ int train(workbook::Program& program) {
       meter.before_step(step);
       trace::Span loading(trace::Kind::Data, "batch");
       const ch03::Batch batch =
-          ch03::gather_batch(data.train.images, data.train.labels, indices, step * flags.batch, flags.batch);
+          ch03::gather_batch(data.train.images, data.train.labels, indices, step * local_batch, local_batch);
       loading.end();
-      optimizer.zero_grad();
       torch::Tensor loss;  // undefined on a pipeline's stages before the last
       if (pipelined) {
+        optimizer.zero_grad();
         // On the timeline: each micro-batch's F and B, and the sends between them.
         const double started = workbook::now_seconds();
         const ch08::StageStepStats stats =
@@ -124,13 +196,23 @@ int train(workbook::Program& program) {
         }
         peak_held = std::max(peak_held, stats.peak_held);
         if (stage->last_stage()) loss = torch::tensor(stats.loss);
+        optimizer.step();
+      } else if (hybrid) {
+        // On the timeline: the tensor group's all-reduces inside forward and
+        // backward, the data group's after backward.
+        trace::Span training(trace::Kind::Compute, "hybrid step: forward, backward, data group's all-reduce, Adam");
+        const int64_t tensor_before = all_reduced(*groups.tensor), data_before = all_reduced(*groups.data);
+        loss = ch08::hybrid_train_step(*tensor_parallel, optimizer, batch.images, batch.labels, groups);
+        tensor_elements += all_reduced(*groups.tensor) - tensor_before;
+        data_elements += all_reduced(*groups.data) - data_before;
       } else {
         // On the timeline: fc2's all-reduce inside forward, fc1's inside backward.
         trace::Span training(trace::Kind::Compute, "forward and backward");
+        optimizer.zero_grad();
         loss = torch::nn::functional::cross_entropy(tensor_parallel->forward(batch.images), batch.labels);
         loss.backward();
+        optimizer.step();
       }
-      optimizer.step();
       meter.after_step(loss, batch.labels.size(0));
     }
     const workbook::EpochTotals totals = meter.end_epoch();
@@ -140,11 +222,32 @@ int train(workbook::Program& program) {
   }
   workbook::RunResult result = meter.result(
       pipelined ? fmt::format("pipeline of {} stages, {}, {} micro-batches", ranks, schedule_name, micro_batches)
+      : hybrid  ? fmt::format("hybrid: {} tensor groups of {}, {}", data_ranks, tensor_ranks, tensor_groups_name)
                 : fmt::format("tensor parallel over {} rank(s)", ranks));
   result.train_samples = data.train.size();
   result.evaluated(eval.accuracy, eval.mean_loss, eval.correct, eval.total);
   result.details = {{"layout", layout}, {"parameters_on_rank_0", held},
                     {"parameters_in_model", workbook::count_parameters(full)}};
+  if (hybrid) {
+    // What each group sent per step, on this rank (the same on every rank of
+    // a layout), and which of it crossed between nodes.
+    const double steps = static_cast<double>(steps_per_epoch * meter.epochs_trained());
+    const double tensor_bytes = ring_bytes(tensor_elements, tensor_ranks) / steps;
+    const double data_bytes = ring_bytes(data_elements, data_ranks) / steps;
+    const double link_bytes = (tensor_hosts.one_node() ? 0.0 : tensor_bytes) + (data_hosts.one_node() ? 0.0 : data_bytes);
+    result.details["tensor_ranks"] = tensor_ranks;
+    result.details["tensor_groups"] = tensor_groups_name;
+    result.details["tensor_group_bytes_per_step"] = tensor_bytes;
+    result.details["data_group_bytes_per_step"] = data_bytes;
+    result.details["link_bytes_per_step"] = link_bytes;
+    result.details["tensor_group_one_node"] = tensor_hosts.one_node();
+    result.details["data_group_one_node"] = data_hosts.one_node();
+    program.say("sent per step by each rank (all-reduces, as a ring sends them): tensor group {:.2f} MiB ({}), data "
+                "group {:.2f} MiB ({}); over the link between nodes: {:.2f} MiB",
+                tensor_bytes / (1 << 20), tensor_hosts.one_node() ? "inside a node" : "between nodes",
+                data_bytes / (1 << 20), data_hosts.one_node() ? "inside a node" : "between nodes",
+                link_bytes / (1 << 20));
+  }
   if (pipelined) {
     // The bubble on each stage: the share of its step spent outside forward
     // and backward (waiting for a neighbour, or sending), from the medians.

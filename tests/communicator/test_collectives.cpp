@@ -209,3 +209,42 @@ TEST_CASE("the NCCL backend reduces CUDA tensors exactly", "[communicator][gpu]"
   REQUIRE(torch::equal(output.cpu(), exact_values(n * 7, n * (n + 1) / 2, torch::kFloat32).narrow(0, comm->rank() * 7, 7)));
   comm->barrier();
 }
+
+TEST_CASE("split makes groups of ranks that talk among themselves, named in their messages", "[communicator][np1][np3]") {
+  auto comm = mpi_test::communicator();
+  const int n = comm->size(), rank = comm->rank();
+  // Even and odd ranks, numbered from the highest down (key = -rank).
+  const int color = rank % 2;
+  auto group = comm->split(color, -rank, fmt::format("parity group {}", color));
+  std::vector<int> members;
+  for (int r = n - 1; r >= 0; --r)
+    if (r % 2 == color) members.push_back(r);
+  const int expected_rank = static_cast<int>(std::find(members.begin(), members.end(), rank) - members.begin());
+  INFO("rank " << rank << " of " << n << ": group rank " << group->rank() << " of " << group->size() << ", expected "
+               << expected_rank << " of " << members.size());
+  REQUIRE(mpi_test::all_ranks(group->size() == static_cast<int>(members.size()) && group->rank() == expected_rank));
+  REQUIRE(mpi_test::all_ranks(comm->stats().count(workbook::CommOp::Split) == 1));
+  // An all-reduce in the group sums its members only: Σ (r + 1) over them.
+  torch::Tensor sum = torch::full({5}, static_cast<double>(rank + 1), torch::kFloat64);
+  group->all_reduce(sum, ReduceOp::Sum);
+  double expected = 0;
+  for (int r : members) expected += r + 1;
+  REQUIRE(mpi_test::all_ranks(torch::equal(sum, torch::full({5}, expected, torch::kFloat64))));
+  // Point to point inside the group uses its own numbering.
+  if (group->size() > 1) {
+    torch::Tensor received = torch::empty({2}, torch::kInt64);
+    group->exchange(torch::full({2}, int64_t{rank}, torch::kInt64), (group->rank() + 1) % group->size(), received,
+                    (group->rank() + group->size() - 1) % group->size());
+    const int from = members[static_cast<size_t>((group->rank() + group->size() - 1) % group->size())];
+    REQUIRE(torch::equal(received, torch::full({2}, int64_t{from}, torch::kInt64)));
+  }
+  INFO("a group's label names the group and the job's rank: " << group->launch_env().label());
+  REQUIRE(mpi_test::all_ranks(
+      group->launch_env().label() ==
+      fmt::format("rank {} of {} in parity group {} (rank {} of {} in the job)", expected_rank, members.size(), color, rank, n)));
+  // The job's communicator goes on as before, and a group's collectives are checked within the group.
+  torch::Tensor all = torch::ones({1}, torch::kFloat64);
+  comm->all_reduce(all, ReduceOp::Sum);
+  REQUIRE(mpi_test::all_ranks(all.item<double>() == n));
+  REQUIRE(mpi_test::all_ranks(group->options().check_collectives == comm->options().check_collectives));
+}

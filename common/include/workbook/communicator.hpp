@@ -19,8 +19,8 @@ enum class Backend { Mpi, Nccl };
 enum class ReduceOp { Sum, Average };
 
 // The operations, for counting and for messages.
-enum class CommOp { Barrier, Broadcast, AllReduce, AllGather, ReduceScatter, Send, Recv, Exchange };
-inline constexpr int kCommOpCount = 8;
+enum class CommOp { Barrier, Broadcast, AllReduce, AllGather, ReduceScatter, Send, Recv, Exchange, Split };
+inline constexpr int kCommOpCount = 9;
 const char* op_name(CommOp op);
 
 struct CommunicatorOptions {
@@ -138,6 +138,14 @@ class Communicator {
     start_exchange(send, to, recv, from).wait();
   }
 
+  // A communicator over a group of this one's ranks: those that pass the
+  // same `color` (>= 0), numbered by `key` and then by rank, as MPI_Comm_split
+  // does. Every rank of this communicator calls it, in the same order (it is
+  // collective, and watched like one). `name` says which group this is, in
+  // every message its calls give: "rank 1 of 2 in tensor group 1 (rank 3 of
+  // 4 in the job)". Same backend, device and options as this one.
+  std::unique_ptr<Communicator> split(int color, int key, const std::string& name);
+
  protected:
   Communicator(LaunchEnv env, CommunicatorOptions options);
   virtual void do_barrier() = 0;
@@ -149,6 +157,8 @@ class Communicator {
   virtual void do_recv(torch::Tensor& tensor, int peer) = 0;
   // Starts both transfers and returns what waits for them (and checks the count received).
   virtual std::function<void()> do_start_exchange(const torch::Tensor& send, int to, torch::Tensor& recv, int from) = 0;
+  // A new communicator over MPI_Comm_split's group (for NCCL, ncclCommSplit's).
+  virtual std::unique_ptr<Communicator> do_split(int color, int key, const std::string& name) = 0;
   // Gathers `bytes` (the same length on every rank) from every rank over a
   // channel separate from the data: what the collective check compares.
   virtual std::vector<std::string> exchange_signatures(const std::string& bytes) = 0;

@@ -28,9 +28,14 @@ struct LaunchEnv {
   int local_rank = 0;    // among the processes on this node: selects the GPU
   int local_size = 0;    // processes on this node (0: the launcher does not say)
   std::string launcher = "single process";  // e.g. "mpirun (OMPI_COMM_WORLD_*)"
+  // Empty for the whole job. For a group of its ranks (Communicator::split),
+  // what the group is and who this process is in the job: rank and
+  // world_size are then the group's ("rank 1 of 2 in tensor group 1 (rank 3
+  // of 4 in the job)").
+  std::string group;
 
   bool distributed() const { return world_size > 1; }
-  std::string label() const;  // "rank 1 of 4"
+  std::string label() const;  // "rank 1 of 4"; in a group, "rank 1 of 2 in <group>"
 };
 
 using GetEnv = std::function<const char*(const char*)>;

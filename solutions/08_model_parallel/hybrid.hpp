@@ -1,0 +1,52 @@
+// hybrid.hpp — Chapter 8, third part: tensor parallelism and data
+// parallelism together. The job's n ranks form a grid of T × D: each of the D
+// tensor groups holds one whole model split T ways (ex8.1 to ex8.4), and the
+// T data groups join the ranks that hold the same part, each of which trains
+// on different samples and averages its gradients with its data group.
+//
+//   4 ranks on 2 nodes (ranks 0, 1 on node 1; 2, 3 on node 2), T = 2:
+//
+//   consecutive tensor groups:            strided tensor groups:
+//     tensor {0, 1}  tensor {2, 3}          tensor {0, 2}  tensor {1, 3}
+//     data   {0, 2}  data   {1, 3}          data   {0, 1}  data   {2, 3}
+//     → tensor traffic inside a node,       → tensor traffic over the link,
+//       data traffic over the link            data traffic inside a node
+//
+// Which goes over the slower link is the layout's whole question: the
+// tensor groups' all-reduces carry activations, twice per step and in the
+// middle of forward and backward, growing with the batch; the data groups'
+// carry gradients, once per step, growing with the model's part.
+#pragma once
+#include <memory>
+
+#include <torch/torch.h>
+
+#include "tensor_parallel.hpp"
+#include "workbook/communicator.hpp"
+
+namespace ch08 {
+
+enum class TensorGroups {
+  Consecutive,  // ranks [0, T), [T, 2T), ...: with T ranks per node, a tensor group is a node
+  Strided,      // ranks {0, D, 2D, ...}, {1, D + 1, ...}: a tensor group spans the nodes
+};
+
+struct HybridGroups {
+  std::unique_ptr<workbook::Communicator> tensor;  // the T ranks that split one model between them
+  std::unique_ptr<workbook::Communicator> data;    // the D ranks that hold the same part of it
+};
+
+// ---- ex8.8: the groups -------------------------------------------------------
+// Splits `world` into its tensor and data groups, each numbered in the
+// world's order. world.size() must be a multiple of tensor_ranks.
+HybridGroups make_hybrid_groups(workbook::Communicator& world, int tensor_ranks, TensorGroups placement);
+
+// ---- ex8.9: a step --------------------------------------------------------------
+// One training step of the tensor-parallel model on this data group's samples
+// (`images`, `labels`: the same on every rank of the tensor group): forward,
+// loss, backward (the tensor group's all-reduces happen inside), then the
+// gradients averaged over the data group, then the optimizer. Returns the loss.
+torch::Tensor hybrid_train_step(TensorParallelFashionCNN& model, torch::optim::Optimizer& optimizer,
+                                const torch::Tensor& images, const torch::Tensor& labels, HybridGroups& groups);
+
+}  // namespace ch08
