@@ -30,6 +30,9 @@ JOBS = {
              "ch06_train", "--sweep", "--sweep --full", 60),
     "ch07": ("Chapter 7, sharded data parallel: ZeRO stage 3 on the whole training set",
              "ch07_train", "--stage 3 --epochs 3", "--stage 1 --epochs 1", 30),
+    "ch08": ("Chapter 8, model parallelism: tensor groups of 2 ranks, data parallel between them",
+             "ch08_train", "--layout hybrid --tensor-ranks 2 --epochs 3",
+             "--layout pipeline --schedule 1f1b --micro-batches 4", 30),
 }
 RANKS_PER_NODE = 2  # on GPU nodes: the GPUs per node
 NODE_COUNTS = (1, 2)

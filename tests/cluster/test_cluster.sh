@@ -181,6 +181,30 @@ case $case_name in
     fi
     ok "2 nodes x 1 rank and 2 ranks on one machine: weights $(weights_of "$work/here.log")"
     ;;
+  hybrid_layouts)
+    # Chapter 8 on 2 nodes x 2 ranks: tensor groups inside the nodes put the
+    # data groups' traffic on the link, strided ones their own; the same
+    # model trains either way.
+    "$cluster" up >/dev/null || fail "up"
+    for groups in consecutive strided; do
+      "$cluster" mpirun --ranks-per-node 2 "$solution/ch08_train" --layout hybrid --tensor-ranks 2 \
+        --tensor-groups $groups --epochs 1 --train-samples 1000 --threads 1 --json "$work/$groups.jsonl" \
+        >"$work/$groups.log" 2>&1 || fail "ch08_train --tensor-groups $groups on 2 nodes: $(cat "$work/$groups.log")"
+    done
+    /usr/bin/python3 - "$work/consecutive.jsonl" "$work/strided.jsonl" <<'PY' || fail "$(cat "$work/consecutive.log" "$work/strided.log")"
+import json, sys
+consecutive, strided = ([json.loads(line) for line in open(f)][-1] for f in sys.argv[1:])
+c, s = consecutive, strided  # the result line holds the chapter's details among its keys
+assert c["tensor_group_one_node"] and not c["data_group_one_node"], f"consecutive tensor groups: {c}"
+assert s["data_group_one_node"] and not s["tensor_group_one_node"], f"strided tensor groups: {s}"
+assert c["link_bytes_per_step"] == c["data_group_bytes_per_step"] > 0, c
+assert s["link_bytes_per_step"] == s["tensor_group_bytes_per_step"] > 0, s
+assert consecutive["test_accuracy"] == strided["test_accuracy"], (consecutive["test_accuracy"], strided["test_accuracy"])
+print(f"over the link per step: consecutive {c['link_bytes_per_step'] / 2**20:.2f} MiB (the data groups'), "
+      f"strided {s['link_bytes_per_step'] / 2**20:.2f} MiB (the tensor groups'); test accuracy {strided['test_accuracy']} both")
+PY
+    ok "tensor groups inside nodes or across them, each group's bytes on the link as placed"
+    ;;
   slurm)
     for tool in munged slurmctld slurmd sbatch; do
       command -v "$tool" >/dev/null || skip "$tool is not installed (./install-packages installs it)"
