@@ -17,6 +17,7 @@
 // middle of forward and backward, growing with the batch; the data groups'
 // carry gradients, once per step, growing with the model's part.
 #pragma once
+#include <functional>
 #include <memory>
 
 #include <torch/torch.h>
@@ -42,11 +43,12 @@ struct HybridGroups {
 HybridGroups make_hybrid_groups(workbook::Communicator& world, int tensor_ranks, TensorGroups placement);
 
 // ---- ex8.9: a step --------------------------------------------------------------
-// One training step of the tensor-parallel model on this data group's samples
-// (`images`, `labels`: the same on every rank of the tensor group): forward,
-// loss, backward (the tensor group's all-reduces happen inside), then the
-// gradients averaged over the data group, then the optimizer. Returns the loss.
-torch::Tensor hybrid_train_step(TensorParallelFashionCNN& model, torch::optim::Optimizer& optimizer,
-                                const torch::Tensor& images, const torch::Tensor& labels, HybridGroups& groups);
+// One training step of `model`, whose layers may be split over the tensor
+// group: zero the gradients, `loss()` (the forward of this data group's
+// samples, the same on every rank of the tensor group, and its loss: the
+// tensor group's all-reduces happen inside), backward, then the gradients
+// averaged over the data group, then the optimizer. Returns the loss.
+torch::Tensor hybrid_train_step(torch::nn::Module& model, torch::optim::Optimizer& optimizer,
+                                const std::function<torch::Tensor()>& loss, HybridGroups& groups);
 
 }  // namespace ch08

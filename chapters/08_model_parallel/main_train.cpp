@@ -21,6 +21,7 @@
 // --layout hybrid also prints what each group sends per step and whether its
 // ranks share a node: what the layout puts on the link between nodes.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <unistd.h>
 
@@ -202,7 +203,9 @@ int train(workbook::Program& program) {
         // backward, the data group's after backward.
         trace::Span training(trace::Kind::Compute, "hybrid step: forward, backward, data group's all-reduce, Adam");
         const int64_t tensor_before = all_reduced(*groups.tensor), data_before = all_reduced(*groups.data);
-        loss = ch08::hybrid_train_step(*tensor_parallel, optimizer, batch.images, batch.labels, groups);
+        loss = ch08::hybrid_train_step(*tensor_parallel, optimizer, [&] {
+          return torch::nn::functional::cross_entropy(tensor_parallel->forward(batch.images), batch.labels);
+        }, groups);
         tensor_elements += all_reduced(*groups.tensor) - tensor_before;
         data_elements += all_reduced(*groups.data) - data_before;
       } else {

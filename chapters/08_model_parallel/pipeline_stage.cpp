@@ -34,14 +34,6 @@ std::pair<int, int> blocks_of_stage(int stage, int stages) {
   return {cuts[static_cast<size_t>(stage)], cuts[static_cast<size_t>(stage + 1)]};
 }
 
-namespace {
-template <typename Layer>
-Layer copy_of(const torch::nn::Module& source) {
-  auto copy = std::dynamic_pointer_cast<typename Layer::Impl>(source.clone());
-  WB_ASSERT(copy != nullptr, "FashionCNN's {} is not the layer a pipeline stage copies", source.name());
-  return Layer(copy);
-}
-}  // namespace
 
 PipelineStage::PipelineStage(const workbook::FashionCNN& full, workbook::Communicator& comm, uint64_t dropout_seed)
     : comm_(&comm),
@@ -52,17 +44,17 @@ PipelineStage::PipelineStage(const workbook::FashionCNN& full, workbook::Communi
   auto children = full.named_children();
   for (int block = first_block_; block < end_block_; ++block) {
     if (block == 0) {
-      conv1 = register_module("conv1", copy_of<torch::nn::Conv2d>(*full.conv1));
-      bn1 = register_module("bn1", copy_of<torch::nn::BatchNorm2d>(*children["bn1"]));
+      conv1 = register_module("conv1", copy_layer<torch::nn::Conv2d>(*full.conv1));
+      bn1 = register_module("bn1", copy_layer<torch::nn::BatchNorm2d>(*children["bn1"]));
     } else if (block == 1) {
-      conv2 = register_module("conv2", copy_of<torch::nn::Conv2d>(*full.conv2));
-      bn2 = register_module("bn2", copy_of<torch::nn::BatchNorm2d>(*children["bn2"]));
+      conv2 = register_module("conv2", copy_layer<torch::nn::Conv2d>(*full.conv2));
+      bn2 = register_module("bn2", copy_layer<torch::nn::BatchNorm2d>(*children["bn2"]));
     } else if (block == 2) {
-      fc1 = register_module("fc1", copy_of<torch::nn::Linear>(*full.fc1));
+      fc1 = register_module("fc1", copy_layer<torch::nn::Linear>(*full.fc1));
     } else if (block == 3) {
-      fc2 = register_module("fc2", copy_of<torch::nn::Linear>(*full.fc2));
+      fc2 = register_module("fc2", copy_layer<torch::nn::Linear>(*full.fc2));
     } else {
-      fc3 = register_module("fc3", copy_of<torch::nn::Linear>(*full.fc3));
+      fc3 = register_module("fc3", copy_layer<torch::nn::Linear>(*full.fc3));
     }
   }
 }

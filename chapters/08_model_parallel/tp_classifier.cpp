@@ -6,16 +6,6 @@
 
 namespace ch08 {
 
-namespace {
-// A deep copy of one of `full`'s layers: its parameters and buffers, on its
-// device and in its dtype.
-template <typename Layer>
-Layer replicate(const torch::nn::Module& source) {
-  auto copy = std::dynamic_pointer_cast<typename Layer::Impl>(source.clone());
-  WB_ASSERT(copy != nullptr, "FashionCNN's {} is not the layer TensorParallelFashionCNN replicates", source.name());
-  return Layer(copy);
-}
-}  // namespace
 
 TensorParallelFashionCNN::TensorParallelFashionCNN(const workbook::FashionCNN& full, workbook::Communicator& comm,
                                                    double dropout_p, uint64_t dropout_seed)
@@ -25,10 +15,10 @@ TensorParallelFashionCNN::TensorParallelFashionCNN(const workbook::FashionCNN& f
       dropout_generator_(at::make_generator<at::CPUGeneratorImpl>(dropout_seed)) {
   WB_CHECK(dropout_p >= 0.0 && dropout_p < 1.0, "dropout probability {} is not in [0, 1)", dropout_p);
   auto children = full.named_children();
-  conv1 = register_module("conv1", replicate<torch::nn::Conv2d>(*full.conv1));
-  bn1 = register_module("bn1", replicate<torch::nn::BatchNorm2d>(*children["bn1"]));
-  conv2 = register_module("conv2", replicate<torch::nn::Conv2d>(*full.conv2));
-  bn2 = register_module("bn2", replicate<torch::nn::BatchNorm2d>(*children["bn2"]));
+  conv1 = register_module("conv1", copy_layer<torch::nn::Conv2d>(*full.conv1));
+  bn1 = register_module("bn1", copy_layer<torch::nn::BatchNorm2d>(*children["bn1"]));
+  conv2 = register_module("conv2", copy_layer<torch::nn::Conv2d>(*full.conv2));
+  bn2 = register_module("bn2", copy_layer<torch::nn::BatchNorm2d>(*children["bn2"]));
   WB_NOT_IMPLEMENTED("ex8.4");  // TODO(ex8.4): your code here
 }
 

@@ -28,6 +28,7 @@
 #include <torch/torch.h>
 
 #include "workbook/communicator.hpp"
+#include "workbook/errors.hpp"
 #include "workbook/models.hpp"
 
 namespace ch08 {
@@ -40,6 +41,15 @@ struct Shard {
   int64_t size = 0;
 };
 Shard shard_of(int64_t total, int rank, int ranks);
+
+// Given: a deep copy of one of a whole model's layers (its parameters and
+// buffers, on its device, in its dtype): what a rank keeps whole.
+template <typename Layer>
+Layer copy_layer(const torch::nn::Module& source) {
+  auto copy = std::dynamic_pointer_cast<typename Layer::Impl>(source.clone());
+  WB_ASSERT(copy != nullptr, "{} is not the kind of layer asked for", source.name());
+  return Layer(copy);
+}
 
 // ---- ex8.1: the conjugate operators f and g ----------------------------------
 

@@ -4,6 +4,7 @@
 // of work written out from its definition.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include "mpi_test.hpp"
 #include "pipeline.hpp"
 #include "tensor_parallel.hpp"
 #include "tp_oracles.hpp"
@@ -30,6 +32,22 @@ inline torch::Tensor images_for(int64_t step, int64_t count) {
 }
 inline torch::Tensor labels_for(int64_t step, int64_t count) {
   return (torch::arange(count, torch::kInt64) * 3 + step) % 10;
+}
+
+// The whole model's blocks [first, end) on `x` (pipeline.hpp's five blocks,
+// written from FashionCNN's forward), with `mask` (or none) after fc1.
+inline torch::Tensor run_blocks(workbook::FashionCNN& whole, torch::Tensor x, int first, int end,
+                                const torch::Tensor& mask) {
+  for (int block = first; block < end; ++block) {
+    switch (block) {
+      case 0: x = torch::max_pool2d(torch::relu(whole.normalize("bn1", whole.conv1(x))), 2); break;
+      case 1: x = torch::max_pool2d(torch::relu(whole.normalize("bn2", whole.conv2(x))), 2).flatten(1); break;
+      case 2: x = whole.fc1(x); if (mask.defined()) x = x * mask.to(x.scalar_type()); break;
+      case 3: x = whole.fc2(x); break;
+      default: x = whole.fc3(x); break;
+    }
+  }
+  return x;
 }
 
 // One step of the whole model on `m` micro-batches, their gradients
@@ -129,6 +147,35 @@ inline std::vector<std::string> one_f_one_b_order(int stage, int stages, int64_t
     }
   }
   return o.items;
+}
+
+// Steps a pipeline and the whole model side by side with Adam, `steps` steps
+// of `m` micro-batches of 2; after each, `check` sees the stage's stats, and
+// the weights must equal the whole model's bit for bit (the last stage's
+// loss too, within rounding of its sum).
+inline void train_side_by_side(workbook::Communicator& comm, ch08::Schedule schedule, int64_t m, int64_t steps,
+                               uint64_t seed,
+                               const std::function<void(const ch08::StageStepStats&, const ch08::PipelineStage&)>& check) {
+  auto whole = whole_model(seed);
+  ch08::PipelineStage stage(*whole, comm, kDropoutSeed);
+  torch::Generator masks = at::make_generator<at::CPUGeneratorImpl>(kDropoutSeed);
+  torch::optim::Adam whole_adam(whole->parameters(), torch::optim::AdamOptions(1e-3));
+  torch::optim::Adam adam(stage.parameters(), torch::optim::AdamOptions(1e-3));
+  for (int64_t step = 0; step < steps; ++step) {
+    CAPTURE(step, m, comm.size(), comm.rank());
+    const torch::Tensor images = images_for(step, 2 * m), labels = labels_for(step, 2 * m);
+    whole_adam.zero_grad();
+    const double whole_loss = accumulate_step(*whole, masks, images, labels, m);
+    whole_adam.step();
+    adam.zero_grad();
+    const ch08::StageStepStats stats = ch08::pipeline_step(stage, schedule, images, labels, m);
+    adam.step();
+    check(stats, stage);
+    const double difference = stage_difference(stage, *whole, /*gradients=*/false);
+    INFO("weights after the step differ from the whole model's by " << difference);
+    REQUIRE(mpi_test::all_ranks(difference == 0.0));
+    REQUIRE(mpi_test::all_ranks(!stage.last_stage() || std::abs(stats.loss - whole_loss) < 1e-6));
+  }
 }
 
 inline std::string joined(const std::vector<std::string>& order) {

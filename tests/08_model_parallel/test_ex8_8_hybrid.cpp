@@ -4,6 +4,8 @@
 // BatchNorm (float64, within 1e-9).
 #include "catch2_compat.hpp"
 
+#include <fmt/ranges.h>
+
 #include "hybrid.hpp"
 #include "mpi_test.hpp"
 #include "tp_oracles.hpp"
@@ -36,6 +38,17 @@ std::vector<int64_t> expected_data_group(int rank, int n, int t, ch08::TensorGro
   return members;
 }
 
+// The groups as the tests' own splits make them (not ex8.8's code), for ex8.9's test.
+ch08::HybridGroups groups_for(workbook::Communicator& world, int t, ch08::TensorGroups placement) {
+  const int rank = world.rank();
+  const std::vector<int64_t> tensor = expected_tensor_group(rank, world.size(), t, placement);
+  const std::vector<int64_t> data = expected_data_group(rank, world.size(), t, placement);
+  ch08::HybridGroups groups;
+  groups.tensor = world.split(static_cast<int>(tensor.front()), rank, "tensor group");  // its lowest rank names it
+  groups.data = world.split(static_cast<int>(data.front()), rank, "data group");
+  return groups;
+}
+
 std::string describe(const std::vector<int64_t>& ranks) { return fmt::format("{{{}}}", fmt::join(ranks, ", ")); }
 
 }  // namespace
@@ -61,7 +74,52 @@ TEST_CASE("ex8.8 make_hybrid_groups: tensor groups consecutive or strided, data 
   }
 }
 
-TEST_CASE("ex8.9 a hybrid step trains the whole model on the global batch", "[ex8.9][np3][np4]") {
+TEST_CASE("ex8.9 a hybrid step averages the gradients over the data group, and only over it", "[ex8.9][np3][np4]") {
+  // A replicated Linear (float64): the ranks of a tensor group see the same
+  // samples, the data groups different ones; the step must train what one
+  // process trains on all of them (the mean loss over the global batch).
+  auto world = mpi_test::communicator();
+  const int n = world->size();
+  for (int t = 1; t <= n; ++t) {
+    if (n % t != 0) continue;
+    for (const auto placement : {ch08::TensorGroups::Consecutive, ch08::TensorGroups::Strided}) {
+      CAPTURE(n, t, placement == ch08::TensorGroups::Consecutive);
+      ch08::HybridGroups groups = groups_for(*world, t, placement);
+      const int d = groups.data->size(), data_rank = groups.data->rank();
+      torch::manual_seed(21);
+      torch::nn::Linear whole(5, 3), mine(5, 3);
+      whole->to(torch::kFloat64);
+      mine->to(torch::kFloat64);
+      workbook::copy_state(*whole, *mine);
+      torch::optim::SGD whole_sgd(whole->parameters(), torch::optim::SGDOptions(0.1));
+      torch::optim::SGD sgd(mine->parameters(), torch::optim::SGDOptions(0.1));
+      for (int64_t step = 0; step < 2; ++step) {
+        torch::manual_seed(400 + static_cast<uint64_t>(step));
+        const torch::Tensor inputs = torch::randn({2 * d, 5}, torch::kFloat64);
+        const torch::Tensor labels = torch::arange(2 * d, torch::kInt64) % 3;
+        whole_sgd.zero_grad();
+        torch::nn::functional::cross_entropy(whole(inputs), labels).backward();
+        whole_sgd.step();
+        const int64_t data_before = groups.data->stats().count(workbook::CommOp::AllReduce);
+        const torch::Tensor loss = ch08::hybrid_train_step(*mine, sgd, [&] {
+          return torch::nn::functional::cross_entropy(mine(inputs.narrow(0, 2 * data_rank, 2)),
+                                                      labels.narrow(0, 2 * data_rank, 2));
+        }, groups);
+        INFO("the step returns the loss of this rank's samples, averages over the data group (one all-reduce)");
+        REQUIRE(mpi_test::all_ranks(loss.defined() && loss.dim() == 0 &&
+                                    groups.data->stats().count(workbook::CommOp::AllReduce) - data_before == 1));
+        const double difference = std::max(tp_oracle::max_difference(mine->weight, whole->weight),
+                                           tp_oracle::max_difference(mine->bias, whole->bias));
+        INFO("after step " << step << ", the weights differ from one process's on the global batch by " << difference
+             << " (the data groups hold different samples; a tensor group's ranks the same ones)");
+        REQUIRE(mpi_test::all_ranks(difference < 1e-12));
+      }
+    }
+  }
+}
+
+TEST_CASE("hybrid: tensor groups and data groups together train the whole FashionCNN on the global batch", "[np3][np4]") {
+  // Untagged: ex8.1 to ex8.4, ex8.8 and ex8.9 together.
   auto world = mpi_test::communicator();
   const int n = world->size();
   for (int t = 1; t <= n; ++t) {
@@ -92,7 +150,10 @@ TEST_CASE("ex8.9 a hybrid step trains the whole model on the global batch", "[ex
         whole_sgd.step();
         const int64_t data_before = groups.data->stats().count(workbook::CommOp::AllReduce);
         const int64_t tensor_before = groups.tensor->stats().count(workbook::CommOp::AllReduce);
-        ch08::hybrid_train_step(model, sgd, images.narrow(0, 4 * data_rank, 4), labels.narrow(0, 4 * data_rank, 4), groups);
+        const torch::Tensor my_images = images.narrow(0, 4 * data_rank, 4), my_labels = labels.narrow(0, 4 * data_rank, 4);
+        ch08::hybrid_train_step(model, sgd, [&] {
+          return torch::nn::functional::cross_entropy(model.forward(my_images), my_labels);
+        }, groups);
         INFO("this data group's 4 samples of the global " << global << "; gradients averaged over the data group "
              "(one all-reduce), the tensor group's two all-reduces inside forward and backward");
         REQUIRE(mpi_test::all_ranks(groups.data->stats().count(workbook::CommOp::AllReduce) - data_before == 1 &&
