@@ -118,7 +118,7 @@ TORCH_MODULE(RowParallelLinear);
 // ---- ex8.4: FashionCNN with its classifier split ----------------------------
 
 // FashionCNN (models.hpp) with fc1 (2304 → 600) column-parallel and fc2
-// (600 → 120) row-parallel: the pair that holds 95% of its parameters. The
+// (600 → 120) row-parallel: the pair that holds 98.6% of its parameters. The
 // convolutions, BatchNorm and fc3 are replicated: every rank computes them on
 // the same samples and gets the same result, and their gradients come out the
 // same on every rank with no all-reduce of their own. Per step: one

@@ -137,7 +137,10 @@ int train(workbook::Program& program) {
     groups = ch08::make_hybrid_groups(comm, tensor_ranks, tensor_groups_name == "strided"
                                                                ? ch08::TensorGroups::Strided
                                                                : ch08::TensorGroups::Consecutive);
-    part = tensor_parallel = std::make_shared<ch08::TensorParallelFashionCNN>(full, *groups.tensor, 0.25, flags.seed);
+    // A tensor group's ranks draw one dropout mask; each data group its own,
+    // as each rank of Chapter 3's DDP draws its own (seeds.hpp).
+    part = tensor_parallel = std::make_shared<ch08::TensorParallelFashionCNN>(
+        full, *groups.tensor, 0.25, workbook::dropout_seed(flags.seed, 0, groups.data->rank()));
   } else {
     part = tensor_parallel = std::make_shared<ch08::TensorParallelFashionCNN>(full, comm, 0.25, flags.seed);
   }

@@ -142,7 +142,7 @@ torch::Tensor PipelineStage::forward(int64_t micro, const torch::Tensor& input) 
   // A received activation is a leaf here: its gradient is what goes back.
   const torch::Tensor x = first_stage() ? input : input.detach().requires_grad_(true);
   output = run_layers(x);
-  if (last_stage())  // m micro-batches' gradients add up to the whole batch's mean
+  if (last_stage())  // m micro-batches' gradients add up to those of the batch's mean loss
     output = torch::nn::functional::cross_entropy(output, micro_labels(micro)) / static_cast<double>(micro_batches_);
   held[micro] = {x, output};
   // END SOLUTION

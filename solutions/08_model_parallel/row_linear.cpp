@@ -26,7 +26,7 @@ RowParallelLinearImpl::RowParallelLinearImpl(const torch::nn::Linear& full, work
 torch::Tensor RowParallelLinearImpl::forward(const torch::Tensor& input) {
   WB_CHECK(input.dim() == 2 && input.size(1) == inputs.size,
            "rank {}'s row-parallel Linear holds {} input features (from {}), got an input of shape {}",
-           comm->rank(), inputs.size, inputs.begin, input.sizes());
+           comm->rank(), inputs.size, inputs.begin, c10::str(input.sizes()));
   // BEGIN SOLUTION ex8.3
   // Each rank's product covers its input features only: the sum over ranks
   // is the whole product. The bias is added after the sum, once; added on

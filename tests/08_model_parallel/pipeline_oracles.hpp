@@ -42,7 +42,7 @@ inline torch::Tensor run_blocks(workbook::FashionCNN& whole, torch::Tensor x, in
     switch (block) {
       case 0: x = torch::max_pool2d(torch::relu(whole.normalize("bn1", whole.conv1(x))), 2); break;
       case 1: x = torch::max_pool2d(torch::relu(whole.normalize("bn2", whole.conv2(x))), 2).flatten(1); break;
-      case 2: x = whole.fc1(x); if (mask.defined()) x = x * mask.to(x.scalar_type()); break;
+      case 2: x = whole.fc1(x); if (mask.defined()) x = x * mask.to(x.device(), x.scalar_type()); break;
       case 3: x = whole.fc2(x); break;
       default: x = whole.fc3(x); break;
     }

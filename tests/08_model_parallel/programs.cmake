@@ -22,6 +22,8 @@ if(TARGET ch08_train_solution)
                         ${MPIEXEC_EXECUTABLE} --oversubscribe -n 6 ${ch08} --layout pipeline)
   workbook_expect_error(ch08_train_micro_batches_not_dividing "solution;ch08;mpi" 2
                         "--micro-batches 3 does not divide --batch 100" ${mpi2} ${ch08} --layout pipeline --micro-batches 3)
+  workbook_expect_error(ch08_train_ranks_do_not_factor "solution;ch08;mpi" 2
+                        "3 ranks do not make groups of --tensor-ranks 2" ${mpi3} ${ch08} --layout hybrid --tensor-ranks 2)
   workbook_expect_error(ch08_bench_one_rank "solution;ch08" 2 "1 rank\\(s\\) cannot make one" $<TARGET_FILE:ch08_bench_solution>)
   foreach(schedule gpipe 1f1b)
     workbook_check_result_line(ch08_train_pipeline_${schedule}_result_line "solution;ch08;mpi" ${mpi3} ${ch08}

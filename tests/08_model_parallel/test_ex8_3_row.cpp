@@ -19,7 +19,8 @@ TEST_CASE("ex8.3 RowParallelLinear: the whole output on every rank, bias once, b
     REQUIRE(mpi_test::all_ranks(layer->weight.sizes() == tp_oracle::columns_of(whole->weight, rank, n).sizes()));
     REQUIRE(mpi_test::all_ranks(torch::equal(layer->weight, tp_oracle::columns_of(whole->weight, rank, n)) &&
                                 torch::equal(layer->bias, whole->bias)));
-    REQUIRE(mpi_test::all_ranks(layer->parameters().size() == 2 && layer->bias.data_ptr() != whole->bias.data_ptr()));
+    REQUIRE(mpi_test::all_ranks(layer->parameters().size() == 2 && layer->bias.data_ptr() != whole->bias.data_ptr() &&
+                                layer->weight.data_ptr() != whole->weight.data_ptr()));
 
     const torch::Tensor x_whole = tp_oracle::exact({5, in}, 5).requires_grad_(true);
     const torch::Tensor y_whole = whole(x_whole);

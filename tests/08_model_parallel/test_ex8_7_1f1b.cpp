@@ -9,7 +9,7 @@
 #include "pipeline.hpp"
 #include "pipeline_oracles.hpp"
 
-TEST_CASE("ex8.7 1F1B: p - s - 1 forwards, then one forward and one backward; weights as one process", "[ex8.7][np3]") {
+TEST_CASE("ex8.7 1F1B: p - s - 1 forwards, then one forward and one backward; weights as one process", "[ex8.7][np3][np4]") {
   auto comm = mpi_test::communicator();
   const int p = comm->size();
   for (const int64_t m : {6, 2, 1}) {
@@ -27,7 +27,7 @@ TEST_CASE("ex8.7 1F1B: p - s - 1 forwards, then one forward and one backward; we
   }
 }
 
-TEST_CASE("ex8.7 1F1B holds p - s micro-batches however many there are, where GPipe holds them all", "[ex8.7][np3]") {
+TEST_CASE("ex8.7 1F1B holds p - s micro-batches however many there are, where GPipe holds them all", "[ex8.7][np3][np4]") {
   auto comm = mpi_test::communicator();
   const int p = comm->size();
   auto whole = pipeline_oracle::whole_model(6);

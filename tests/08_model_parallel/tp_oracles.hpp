@@ -46,7 +46,7 @@ inline torch::Tensor fashion_cnn_forward(workbook::FashionCNN& model, const torc
   torch::Tensor x = torch::max_pool2d(torch::relu(model.normalize("bn1", model.conv1(images))), 2);
   x = torch::max_pool2d(torch::relu(model.normalize("bn2", model.conv2(x))), 2).flatten(1);
   x = model.fc1(x);
-  if (mask.defined()) x = x * mask.to(x.scalar_type());
+  if (mask.defined()) x = x * mask.to(x.device(), x.scalar_type());
   return model.fc3(model.fc2(x));
 }
 
