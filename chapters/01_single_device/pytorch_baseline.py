@@ -60,6 +60,14 @@ def load(directory, prefix, limit=None):
     return (torch.from_numpy(images).float().div_(255.0), torch.from_numpy(labels).long())
 
 
+def peak_memory_bytes(device):
+    """What the C++ programs report (workbook/memory.hpp): the caching allocator's
+    peak on a GPU, the process's peak resident memory on the CPU."""
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device)
+    return int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) * 1024
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--epochs", type=int, default=1)
@@ -120,7 +128,7 @@ def main():
         "threads": args.threads, "epochs": args.epochs, "batch": args.batch, "train_samples": n,
         "test_accuracy": correct / test_x.shape[0], "samples_per_s": timed_samples / timed_seconds,
         "epoch_s": sum(epoch_seconds) / len(epoch_seconds),
-        "peak_mem_bytes": int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) * 1024,
+        "peak_mem_bytes": peak_memory_bytes(device),
         "torch_version": torch.__version__,
     }
     print(f"result: test accuracy {result['test_accuracy']:.4f}, {result['samples_per_s']:.1f} samples/s, "
