@@ -134,8 +134,9 @@ endfunction()
 
 # Note: [one compile per chapter's tests] Every file includes LibTorch and
 # instantiates the same templates (GCC spends most of a file's compile on
-# the precompiled header's deferred templates, however small the file);
-# compiled apart, a chapter's eight test files pay for that eight times.
+# the precompiled header's deferred templates, however small the file; Clang
+# keeps those in the header, but each file still generates code for what it
+# uses); compiled apart, a chapter's eight test files pay for that eight times.
 # Built as one unity source they pay once. The same holds for each
 # chapter's reference library, the common library and the CLI: nobody edits
 # those while learning. A student's library is never a unity source: a

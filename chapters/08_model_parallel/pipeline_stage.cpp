@@ -91,14 +91,16 @@ void PipelineStage::begin_step(const torch::Tensor& images, const torch::Tensor&
   loss_sum_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(images.device()));
   stats_ = StageStepStats{};
   last_forward_ = last_backward_ = -1;
-  gradients_received_ = 0;
+  gradients_received_ = forwards_ = backwards_ = 0;
 }
 
 StageStepStats PipelineStage::end_step() {
   WB_CHECK(held.empty(), "stage {}: the step ended with {} micro-batch(es) that had no backward", stage_, held.size());
-  WB_CHECK(last_forward_ == micro_batches_ - 1 && last_backward_ == micro_batches_ - 1,
-           "stage {}: the step ended after forward {} and backward {}, not {} of each", stage_, last_forward_,
-           last_backward_, micro_batches_);
+  // Counted, not the last micro-batch's index: a schedule may run its
+  // backwards in any order (the test of its order says which it wants).
+  WB_CHECK(forwards_ == micro_batches_ && backwards_ == micro_batches_,
+           "stage {}: the step ended after {} forward(s) and {} backward(s), not {} of each", stage_, forwards_,
+           backwards_, micro_batches_);
   if (last_stage()) stats_.loss = loss_sum_.item<double>();
   return std::move(stats_);
 }
@@ -125,6 +127,7 @@ class ComputeClock {
              stage.stage_, micro, stage.micro_batches_ - 1);
     stage_.stats_.order.push_back(fmt::format("{}{}", what, micro));
     (what == 'F' ? stage_.last_forward_ : stage_.last_backward_) = micro;
+    ++(what == 'F' ? stage_.forwards_ : stage_.backwards_);
   }
   ~ComputeClock() { stage_.stats_.compute_s += workbook::now_seconds() - started_; }
 

@@ -25,11 +25,18 @@ constexpr const char* kQuickFilter = "~[.]~[slow]~[timing]~[gpu]";
 // Note: only the chapter's test binary is built, not its programs: the
 // verdicts need the tests alone, and each program is one more link against
 // LibTorch in the learner's loop. `workbook run` builds the program it runs.
-ChapterCheck check_chapter(const Chapter& chapter, const std::string& filter, bool quiet) {
+// Note: [one exercise stops at its first failing world size] A chapter's tests
+// run at each of its world sizes in turn (2, 1, 3, 4 ranks for Chapter 4), a
+// few seconds each. Checking one exercise, a failure at the first size already
+// decides its verdict and gives the failure to show, so the other sizes are
+// not run; checking a chapter runs them all, since every exercise's state
+// depends on every size.
+ChapterCheck check_chapter(const Chapter& chapter, const std::string& filter, bool quiet,
+                           bool stop_at_failure = false) {
   ChapterCheck result;
   result.built = build_targets({"test_" + chapter.id + "_student"}, quiet);
   if (!result.built) return result;
-  result.run = run_chapter_tests(chapter, "student", filter);
+  result.run = run_chapter_tests(chapter, "student", filter, stop_at_failure);
   if (!result.run.ran) {
     fmt::print("\nThe tests of {} did not finish (exit status {}{}). Their last output:\n{}\n", chapter.id,
                result.run.exit_code, result.run.exit_code == 124 ? ", time limit" : "",
@@ -134,7 +141,7 @@ int cmd_check(const std::optional<std::string>& target) {
   int unfinished = 0;
   for (const Chapter* chapter : selected) {
     const std::string filter = only ? "[" + only->id + "]" : kQuickFilter;
-    ChapterCheck check = check_chapter(*chapter, filter, /*quiet=*/false);
+    ChapterCheck check = check_chapter(*chapter, filter, /*quiet=*/false, /*stop_at_failure=*/only != nullptr);
     if (!check.built) {
       fmt::print("\nFix the compiler errors above in chapters/{}/, then run `workbook check` again.\n", chapter->folder);
       return 1;

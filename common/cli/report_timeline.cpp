@@ -95,7 +95,9 @@ fs::path draw_timeline(const nlohmann::json& trace, const std::string& name, con
   // would shift them, so only the kinds present get one.
   std::vector<std::pair<std::string, std::string>> drawn;  // kind, colour: block i
   for (const auto& [kind, colour] : kKinds) {
-    const auto in_window = [&](const Span& s) { return s.kind == kind && s.end_us >= from && s.begin_us <= to; };
+    const auto in_window = [&, kind = kind](const Span& s) {  // a structured binding is captured by copy (C++17)
+      return s.kind == kind && s.end_us >= from && s.begin_us <= to;
+    };
     if (std::none_of(spans.begin(), spans.end(), in_window)) continue;
     drawn.push_back({kind, colour});
     dat << "# " << kind << "\n";

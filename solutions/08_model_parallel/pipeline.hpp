@@ -142,6 +142,7 @@ class PipelineStage : public torch::nn::Module {
   torch::Tensor loss_sum_;
   StageStepStats stats_;
   int64_t last_forward_ = -1, last_backward_ = -1, gradients_received_ = 0;  // for `order`
+  int64_t forwards_ = 0, backwards_ = 0;  // this step's, for end_step()'s check
 };
 
 // ---- ex8.6 and ex8.7: the schedules ---------------------------------------------

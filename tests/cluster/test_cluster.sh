@@ -2,7 +2,10 @@
 # test_cluster.sh SOURCE_DIR BUILD_DIR CASE — the emulated cluster
 # (hpc/cluster.sh), one case per CTest test (label `cluster`):
 #   up_down     up and down leave nothing behind; up is idempotent; bad input is refused
-#   link_rate   the link carries the rate asked, within 10% (iperf3, TCP)
+#   link_shaped both ends of each node's link are shaped to the rate asked (tbf), and the
+#               link carries traffic, never more than 10% above that rate (iperf3, TCP)
+#   link_rate   the link carries the rate asked, within 10%: a measurement of this
+#               machine's speed, so labeled `timing`, out of the default suite
 #   placement   ranks land on distinct hosts, ranks of one node share memory
 #   same_weights  Chapter 3 trains across 2 nodes to the weights it reaches on one machine
 #   link_fault  a node's link pulled mid-training: the job ends in bounded time, naming
@@ -105,6 +108,18 @@ fault_case() {
   ok "resumed from the checkpoint to the uninterrupted weights $(weights_of "$work/straight.log")"
 }
 
+# One measurement of the link: sets `line` (cluster.sh's) and `ratio`
+# (measured / asked, 3 decimals).
+measure_link() {
+  line=$("$cluster" measure) || fail "measure at $1"
+  local asked measured
+  asked=$(sed -n 's/.* = \([0-9]*\) bit\/s;.*/\1/p' <<<"$line")
+  measured=$(sed -n 's/.*measured \([0-9]*\) bit\/s.*/\1/p' <<<"$line")
+  ratio=$(python3 -c "print(f'{$measured / $asked:.3f}')")
+}
+# 1 when $1 > $2 (decimals).
+above() { python3 -c "print(int($1 > $2))"; }
+
 case $case_name in
   up_down)
     [ -z "$(leftovers)" ] || fail "leftovers before the test: $(leftovers)"
@@ -141,22 +156,35 @@ case $case_name in
     [ -z "$(leftovers)" ] || fail "down left: $(leftovers)"
     ok "down left nothing (namespaces, interfaces, /etc/netns, state, processes)"
     ;;
+  link_shaped)
+    # What holds however busy the machine is: the shaping is in place on both
+    # ends, and the link carries traffic but never more than its rate.
+    for rate in 100mbit 1gbit; do
+      "$cluster" up --link "$rate" >/dev/null || fail "up --link $rate"
+      shown=${rate/mbit/Mbit}; shown=${shown/gbit/Gbit}
+      for node in 1 2; do
+        ip netns exec "wbnode$node" tc qdisc show dev eth0 | grep -q "tbf .*rate $shown" ||
+          fail "wbnode$node's eth0 is not shaped to $shown: $(ip netns exec "wbnode$node" tc qdisc show dev eth0)"
+        ip netns exec wbswitch tc qdisc show dev "port$node" | grep -q "tbf .*rate $shown" ||
+          fail "the switch's port$node is not shaped to $shown: $(ip netns exec wbswitch tc qdisc show dev "port$node")"
+      done
+      measure_link "$rate"
+      echo "$rate: shaped on both ends; measured/asked = $ratio"
+      [ "$(above "$ratio" 1.1)" = 0 ] || fail "$line: more than 10% above the rate: the shaping does not hold"
+      [ "$(above "$ratio" 0)" = 1 ] || fail "$line: the link carried nothing"
+    done
+    ;;
   link_rate)
     # What the link can carry: the best of up to 3 measurements (a busy
     # machine only ever lowers one; none may exceed the rate by 10%).
     for rate in 100mbit 1gbit; do
       "$cluster" up --link "$rate" >/dev/null || fail "up --link $rate"
       for attempt in 1 2 3; do
-        line=$("$cluster" measure) || fail "measure at $rate"
-        asked=$(sed -n 's/.* = \([0-9]*\) bit\/s;.*/\1/p' <<<"$line")
-        measured=$(sed -n 's/.*measured \([0-9]*\) bit\/s.*/\1/p' <<<"$line")
-        verdict=$(python3 -c "r = $measured / $asked; print(f'{r:.3f}', 'high' if r > 1.1 else 'ok' if r >= 0.9 else 'low')")
-        echo "$rate, attempt $attempt: measured/asked = $verdict"
-        case $verdict in
-          *ok) break ;;
-          *high) fail "$line: more than 10% above the rate" ;;
-          *) [ "$attempt" -lt 3 ] || fail "$line: 10% or more below the rate, 3 times" ;;
-        esac
+        measure_link "$rate"
+        echo "$rate, attempt $attempt: measured/asked = $ratio"
+        [ "$(above "$ratio" 1.1)" = 0 ] || fail "$line: more than 10% above the rate"
+        [ "$(above 0.9 "$ratio")" = 1 ] || break
+        [ "$attempt" -lt 3 ] || fail "$line: 10% or more below the rate, 3 times"
       done
     done
     ;;
