@@ -176,7 +176,17 @@ torch::Tensor PipelineStage::backward(int64_t micro, const torch::Tensor& output
 
 // ---- the neighbours -----------------------------------------------------------------
 
+namespace {
+// A schedule that asks for a micro-batch the step does not have (a warm-up
+// that ignores m, say) is told so here, not by a tensor's index check deeper down.
+void check_micro_batch(int stage, const char* call, int64_t micro, int64_t micro_batches) {
+  WB_CHECK(micro >= 0 && micro < micro_batches, "stage {}: {}({}), but this step has {} micro-batch(es), 0 to {}",
+           stage, call, micro, micro_batches, micro_batches - 1);
+}
+}  // namespace
+
 torch::Tensor PipelineStage::recv_forward(int64_t micro) {
+  check_micro_batch(stage_, "recv_forward", micro, micro_batches_);
   if (first_stage()) return micro_images(micro);
   torch::Tensor activation = torch::empty(block_output_shape(first_block_ - 1, micro_rows_), images_.options());
   comm_->recv(activation, stage_ - 1);
@@ -213,6 +223,7 @@ torch::Tensor PipelineStage::send_forward_recv_backward(const torch::Tensor& act
 }
 
 torch::Tensor PipelineStage::send_backward_recv_forward(const torch::Tensor& input_grad, int64_t micro) {
+  check_micro_batch(stage_, "send_backward_recv_forward", micro, micro_batches_);
   if (first_stage()) return micro_images(micro);
   torch::Tensor activation = torch::empty(block_output_shape(first_block_ - 1, micro_rows_), images_.options());
   comm_->exchange(input_grad.contiguous(), stage_ - 1, activation, stage_ - 1);
