@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -28,7 +29,9 @@ struct State {
   bool armed = false;
   std::string armed_what;
   double armed_deadline = 0.0, armed_limit = 0.0;
+  double call_start = 0.0;
   std::function<void(const std::string&)> before_exit;
+  std::function<std::optional<PeerFailure>()> peer_failure_probe;
   bool thread_started = false;
 };
 
@@ -45,6 +48,13 @@ State& state() {
 char g_signal_texts[2][1024] = {"stopped by a signal\n", "stopped by a signal\n"};
 std::atomic<int> g_signal_current{0};
 
+// remove_on_exit's path, kept where the signal handler can read it.
+char g_owned_file[1024] = "";
+
+void remove_owned_file() {
+  if (g_owned_file[0] != '\0') unlink(g_owned_file);  // async-signal-safe
+}
+
 void update_signal_text(const State& s) {
   std::string text = s.in_call ? fmt::format("{}: stopped by a signal while in {} (another rank failed or died, "
                                              "or the job was cancelled)\n", s.label, s.call)
@@ -60,6 +70,7 @@ extern "C" void on_signal(int signal_number) {
   const char* text = g_signal_texts[g_signal_current.load()];
   const ssize_t ignored = write(STDERR_FILENO, text, std::strlen(text));
   (void)ignored;
+  remove_owned_file();
   _exit(128 + signal_number);
 }
 
@@ -72,19 +83,33 @@ extern "C" void on_signal(int signal_number) {
   fmt::print(stderr, "{}\n", message);
   std::fflush(stderr);
   if (hook) hook(message);
+  remove_owned_file();
   std::fflush(stdout);
   std::fflush(stderr);
   _exit(124);
 }
 
 void watch() {
+  double failure_heard = 0.0;  // when the probe first answered (0: it has not)
   while (true) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    State& s = state();
+    std::function<std::optional<PeerFailure>()> probe;
+    bool waiting = false;
+    {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      probe = s.peer_failure_probe;
+      waiting = s.in_call;
+    }
+    // Asked outside the lock: the probe reads a file, and CallScope must not wait for that.
+    const std::optional<PeerFailure> failure = probe && waiting ? probe() : std::nullopt;
+    if (!failure) failure_heard = 0.0;
+    else if (failure_heard == 0.0) failure_heard = now();
     std::string message;
     {
-      State& s = state();
       std::lock_guard<std::mutex> lock(s.mutex);
       const double t = now();
+      const double waited = t - std::max(failure_heard, s.call_start);
       if (s.in_call && s.call_deadline > 0 && t > s.call_deadline)
         message = fmt::format("{}: {} did not return in {:.0f} s: another rank died, is stuck, or called a different "
                               "collective (or the same one with another count). Ending this process.",
@@ -95,6 +120,9 @@ void watch() {
                               s.call.empty() ? "it made no collective call"
                                              : fmt::format("the last call it entered: {}{}", s.call,
                                                            s.in_call ? " (still waiting in it)" : " (returned)"));
+      else if (failure && s.in_call && waited >= failure->grace_s)
+        message = fmt::format("{}: {}. This rank has waited {:.0f} s since, in {}. Ending this process.", s.label,
+                              failure->message, waited, s.call);
     }
     if (!message.empty()) end_process(message);
   }
@@ -123,7 +151,8 @@ CallScope::CallScope(std::string what, double timeout_s) {
   s.in_call = true;
   s.call = std::move(what);
   s.call_timeout = timeout_s;
-  s.call_deadline = timeout_s > 0 ? now() + timeout_s : 0.0;
+  s.call_start = now();
+  s.call_deadline = timeout_s > 0 ? s.call_start + timeout_s : 0.0;
   update_signal_text(s);
 }
 
@@ -161,6 +190,18 @@ void set_before_exit(std::function<void(const std::string&)> hook) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.before_exit = std::move(hook);
+}
+
+void set_peer_failure_probe(std::function<std::optional<PeerFailure>()> probe) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.peer_failure_probe = std::move(probe);
+}
+
+void remove_on_exit(const std::string& path) {
+  const size_t length = std::min(path.size(), sizeof g_owned_file - 1);
+  std::memcpy(g_owned_file, path.data(), length);
+  g_owned_file[length] = '\0';
 }
 
 void install_signal_handlers() {

@@ -7,6 +7,12 @@
 
 namespace test_record {
 
+// What a LibTorch error says, without the backtrace it carries after its
+// message (40 lines of frames that bury the message).
+inline std::string without_backtrace(std::string message) {
+  return message.substr(0, message.find("\nException raised from"));
+}
+
 // {"name", "tags", "file", "line", "passed": true}, before the test runs.
 inline nlohmann::json start(const Catch::TestCaseInfo& info) {
   return {{"name", info.name}, {"tags", catch2_compat::tags(info)}, {"file", info.lineInfo.file},
@@ -20,7 +26,7 @@ inline nlohmann::json failure(const Catch::AssertionStats& stats) {
   std::string messages;
   for (const auto& info : stats.infoMessages) messages += info.message + "\n";
   std::string message(result.getMessage());  // a StringRef in Catch2 3
-  message = message.substr(0, message.find("\nException raised from"));
+  message = without_backtrace(message);
   return {{"file", result.getSourceInfo().file},
           {"line", result.getSourceInfo().line},
           {"macro", std::string(result.getTestMacroName())},
@@ -31,3 +37,7 @@ inline nlohmann::json failure(const Catch::AssertionStats& stats) {
 }
 
 }  // namespace test_record
+
+// An exception a test did not expect is reported by its message only, in
+// Catch2's report as in the record. (Included by one runner per binary.)
+CATCH_TRANSLATE_EXCEPTION(const std::exception& error) { return test_record::without_backtrace(error.what()); }

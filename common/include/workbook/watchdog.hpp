@@ -3,6 +3,7 @@
 // time, or when a test runs past its limit, saying which rank and which call.
 #pragma once
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace workbook::watchdog {
@@ -44,6 +45,26 @@ void disarm();
 // Runs just before the watchdog ends the process (after its message is
 // printed), with that message: the test runner records the failure there.
 void set_before_exit(std::function<void(const std::string& message)> hook);
+
+// Note: [A peer's failure ends the wait in seconds]
+// A call's 30 s limit is for a peer nobody has heard from. When a peer has
+// said that it failed (a test's check failed or threw on one rank, which
+// then left the test), the others may be waiting in a call it will never
+// make: waiting out the 30 s only hides the failure behind a time-out. So
+// the test runner gives the watchdog a probe that answers "has a peer
+// failed?" (it reads the peers' notices, mpi_main.cpp); a call still waiting
+// `grace_s` after the answer came, or after it began if later, ends the
+// process with the probe's message, which names the failed rank and check.
+// The probe runs on the watchdog's thread, only while a call waits.
+struct PeerFailure {
+  std::string message;   // "rank 1 of 2 failed in test ... at file:line: ..."
+  double grace_s = 5.0;  // how long a call may still wait after it
+};
+void set_peer_failure_probe(std::function<std::optional<PeerFailure>()> probe);
+
+// A file this process created for its peers (the runner's notices):
+// removed on every exit the watchdog makes, its own and a signal's.
+void remove_on_exit(const std::string& path);
 
 // SIGTERM and SIGINT (the launcher stopping the job because another rank
 // failed, or Ctrl-C) print this process's label and the call it was in, then
