@@ -155,8 +155,8 @@ Dataset load_split(const fs::path& directory, const std::string& prefix, const L
   const int64_t count = images.pixels.size(0);
   WB_CHECK(count == labels.labels.size(0), "{} holds {} images but {} holds {} labels", images_file.string(),
            count, labels_file.string(), labels.labels.size(0));
-  WB_CHECK(keep <= count, "asked for {} {} samples, but {} holds only {}", keep, prefix, images_file.string(),
-           count);
+  WB_CHECK(keep <= count, "asked for {} {} samples, but {} holds only {}", keep, prefix == "t10k" ? "test" : prefix,
+           images_file.string(), count);
   const int64_t n = keep < 0 ? count : keep;
   Dataset split;
   split.images = images.pixels.slice(0, 0, n).unsqueeze(1).to(torch::kFloat32).div_(255.0f).contiguous();
@@ -169,17 +169,20 @@ Dataset load_split(const fs::path& directory, const std::string& prefix, const L
 FashionMnist load_fashion_mnist(const fs::path& directory, const LoadOptions& options) {
   WB_CHECK(options.train_samples == -1 || options.train_samples > 0, "--train-samples must be positive, got {}",
            options.train_samples);
+  WB_CHECK(options.test_samples == -1 || options.test_samples > 0, "--test-samples must be positive, got {}",
+           options.test_samples);
   FashionMnist data;
   data.directory = directory;
   data.train = load_split(directory, "train", options, options.train_samples);
-  data.test = load_split(directory, "t10k", options, -1);
+  data.test = load_split(directory, "t10k", options, options.test_samples);
   return data;
 }
 
 FashionMnist load_training_data(const std::optional<std::filesystem::path>& directory, int64_t train_samples,
-                                const torch::Device& device) {
+                                const torch::Device& device, int64_t test_samples) {
   LoadOptions load;
   load.train_samples = train_samples;
+  load.test_samples = test_samples;
   FashionMnist data = load_fashion_mnist(find_fashion_mnist(directory), load);
   for (Dataset* split : {&data.train, &data.test}) {
     split->images = split->images.to(device);

@@ -64,6 +64,9 @@ int64_t Program::local_batch(int64_t global_batch) const {
   WB_CHECK(flags_.train_samples < 0 || flags_.train_samples >= n,
            "--train-samples {} is fewer than the {} ranks: every rank needs at least one sample", flags_.train_samples,
            n);
+  WB_CHECK(flags_.test_samples < 0 || flags_.test_samples >= n,
+           "--test-samples {} is fewer than the {} ranks: every rank evaluates at least one sample", flags_.test_samples,
+           n);
   return global_batch / n;
 }
 
@@ -95,7 +98,9 @@ int64_t Program::peak_memory_bytes() {
   return comm_ ? largest_peak_memory_bytes(*comm_) : workbook::peak_memory_bytes(device());
 }
 
-FashionMnist Program::load_data() const { return load_training_data(flags_.data, flags_.train_samples, device()); }
+FashionMnist Program::load_data() const {
+  return load_training_data(flags_.data, flags_.train_samples, device(), flags_.test_samples);
+}
 
 nlohmann::json Program::result_header(const std::string& config) const {
   return {{"type", "result"}, {"chapter", chapter_},        {"config", config},

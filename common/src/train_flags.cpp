@@ -40,6 +40,9 @@ void add_train_flags(CLI::App& app, TrainFlags& flags) {
       ->check(CLI::Range(0, 4096));
   app.add_option("--train-samples", flags.train_samples, "train on the first N samples (quick runs)")
       ->check(kPositive);
+  app.add_option("--test-samples", flags.test_samples,
+                 "evaluate on the first N test samples (quick runs; the accuracy is then of those N)")
+      ->check(kPositive);
   app.add_option("--json", flags.json, "write JSON lines (per epoch, then the result) to FILE ('-': stdout)");
 }
 

@@ -105,7 +105,7 @@ int train(workbook::Program& program) {
            flags.batch, replicas);
   torch::manual_seed(flags.seed);
   const torch::Device primary = devices[0];
-  const workbook::FashionMnist data = workbook::load_training_data(flags.data, flags.train_samples, primary);  // all of it on the primary
+  const workbook::FashionMnist data = workbook::load_training_data(flags.data, flags.train_samples, primary, flags.test_samples);  // all of it on the primary
 
   auto model = std::make_shared<workbook::FashionCNN>();
   model->to(primary);

@@ -13,9 +13,11 @@ if(TARGET ch01_train_solution)
                         ${ch01} --data ${bad_data_dir})
   workbook_expect_error(ch01_train_too_many_samples "solution;ch01" 2 "asked for 70000 train samples"
                         ${ch01} --train-samples 70000)
+  workbook_expect_error(ch01_train_too_many_test_samples "solution;ch01" 2 "asked for 20000 test samples"
+                        ${ch01} --test-samples 20000)
   if(NOT TORCH_CUDA_LIBRARIES)
     workbook_expect_error(ch01_train_no_cuda "solution;ch01" 2 "no CUDA device" ${ch01} --device cuda)
   endif()
   # The result line every program ends with (ARCHITECTURE.md, Output).
-  workbook_check_result_line(ch01_train_result_line "solution;ch01" ${ch01} --epochs 2 --train-samples 400)
+  workbook_check_result_line(ch01_train_result_line "solution;ch01" ${ch01} --epochs 2 --train-samples 400 --test-samples 1000)
 endif()

@@ -11,6 +11,8 @@ if(TARGET ch03_train_solution)
                         ${mpi2} ${ch03} --batch 101)
   workbook_expect_error(ch03_train_more_ranks_than_samples "solution;ch03;mpi" 2
                         "--train-samples 2 is fewer than the 3 ranks" ${mpi3} ${ch03} --batch 3 --train-samples 2)
+  workbook_expect_error(ch03_train_fewer_test_samples_than_ranks "solution;ch03;mpi" 2
+                        "--test-samples 2 is fewer than the 3 ranks" ${mpi3} ${ch03} --batch 3 --test-samples 2)
   workbook_expect_error(ch03_train_missing_launcher_variable "solution;ch03;mpi" 2
                         "OMPI_COMM_WORLD_SIZE is set but OMPI_COMM_WORLD_RANK is not"
                         env OMPI_COMM_WORLD_SIZE=2 ${ch03})
@@ -26,7 +28,7 @@ if(TARGET ch03_train_solution)
     workbook_expect_error(ch03_train_no_cuda "solution;ch03" 2 "no CUDA device" ${ch03} --device cuda)
   endif()
   workbook_check_result_line(ch03_train_result_line "solution;ch03;mpi" ${mpi2} ${ch03}
-                             --epochs 2 --train-samples 400 --threads 1)
+                             --epochs 2 --train-samples 400 --test-samples 1000 --threads 1)
   # A rank that dies mid-training: the job ends within seconds, and the
   # survivor says where it was.
   workbook_expect_failure_within(ch03_train_dead_rank "solution;ch03;mpi" 60 "rank 0 of 2: stopped by a signal"
@@ -39,7 +41,7 @@ if(TARGET ch03_train_solution)
                        ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
   add_test(NAME ch03_train_resume_bit_identical
            COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/support/check_resume.py ${CMAKE_BINARY_DIR}/resume-test
-                   ${mpi2} ${ch03} -- --train-samples 600 --threads 1)
+                   ${mpi2} ${ch03} -- --train-samples 600 --test-samples 1000 --threads 1)
   set_tests_properties(ch03_train_resume_bit_identical PROPERTIES LABELS "solution;ch03;mpi" TIMEOUT 300
                        ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
 endif()

@@ -20,11 +20,11 @@ if(TARGET ch06_train_solution)
   workbook_expect_error(ch06_train_sweep_with_batch "solution;ch06" 2 "--sweep sets the batch and the method"
                         ${ch06} --sweep --batch 512)
   workbook_check_result_line(ch06_train_result_line "solution;ch06;mpi" ${mpi2} ${ch06}
-                             --method lars --batch 64 --micro-batch 16 --epochs 2 --train-samples 512 --threads 1)
+                             --method lars --batch 64 --micro-batch 16 --epochs 2 --train-samples 512 --test-samples 1000 --threads 1)
   workbook_check_result_line(ch06_train_sweep_result_line "solution;ch06;mpi" ${mpi2} ${ch06}
-                             --sweep --batches 32,64 --methods sgd,lamb --epochs 1 --train-samples 256 --threads 1)
+                             --sweep --batches 32,64 --methods sgd,lamb --epochs 1 --train-samples 256 --test-samples 1000 --threads 1)
   workbook_check_result_line(ch06_train_noise_scale "solution;ch06;mpi" ${mpi2} ${ch06}
-                             --method lars --batch 64 --micro-batch 16 --epochs 1 --train-samples 512 --threads 1
+                             --method lars --batch 64 --micro-batch 16 --epochs 1 --train-samples 512 --test-samples 1000 --threads 1
                              --noise-scale --momentum-correction)
   workbook_expect_error(ch06_train_noise_scale_one_rank "solution;ch06" 2 "--noise-scale compares each rank's gradient"
                         ${ch06} --noise-scale --batch 64 --train-samples 512)

@@ -9,9 +9,9 @@ if(TARGET ch08_train_solution)
   workbook_expect_error(ch08_train_too_few_samples "solution;ch08;mpi" 2 "is less than one batch"
                         ${mpi2} ${ch08} --batch 100 --train-samples 50)
   workbook_check_result_line(ch08_train_result_line "solution;ch08;mpi" ${mpi2} ${ch08}
-                             --layout tensor --epochs 2 --train-samples 400 --threads 1)
+                             --layout tensor --epochs 2 --train-samples 400 --test-samples 1000 --threads 1)
   workbook_check_result_line(ch08_train_result_line_3_ranks "solution;ch08;mpi" ${mpi3} ${ch08}
-                             --layout tensor --epochs 1 --train-samples 300 --threads 1)
+                             --layout tensor --epochs 1 --train-samples 300 --test-samples 1000 --threads 1)
   # A rank that dies while the other waits in fc2's all-reduce or fc1's:
   # the survivor ends within seconds and names the call it was waiting in.
   workbook_expect_failure_within(ch08_train_dead_rank "solution;ch08;mpi" 60 "rank 0 of 2: stopped by a signal while in"
@@ -28,7 +28,7 @@ if(TARGET ch08_train_solution)
   foreach(schedule gpipe 1f1b)
     workbook_check_result_line(ch08_train_pipeline_${schedule}_result_line "solution;ch08;mpi" ${mpi3} ${ch08}
                                --layout pipeline --schedule ${schedule} --micro-batches 4 --batch 40 --epochs 1
-                               --train-samples 400 --threads 1)
+                               --train-samples 400 --test-samples 1000 --threads 1)
   endforeach()
   # A stage that dies mid-step: its neighbours end within seconds, naming the
   # send or receive they were waiting in.

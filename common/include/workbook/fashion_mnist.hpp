@@ -41,6 +41,7 @@ IdxLabels read_idx_labels(const std::filesystem::path& file);
 
 struct LoadOptions {
   int64_t train_samples = -1;   // keep the first N training samples (-1: all)
+  int64_t test_samples = -1;    // keep the first N test samples (-1: all)
   bool verify_checksums = true; // compare with data/SHA256SUMS
 };
 
@@ -49,13 +50,13 @@ struct LoadOptions {
 FashionMnist load_fashion_mnist(const std::filesystem::path& directory, const LoadOptions& options = {});
 
 // The data a training program asked for: Fashion-MNIST found from `directory`
-// (or the usual places), checked, cut to `train_samples` (-1: all), and moved
-// to `device`.
+// (or the usual places), checked, cut to `train_samples` and `test_samples`
+// (-1: all), and moved to `device`.
 // Note: Fashion-MNIST is 188 MB as float32: it fits on any GPU, so the whole
 // set moves there once and batches are gathered on the device. On the CPU
 // the tensors already are where the model is.
 FashionMnist load_training_data(const std::optional<std::filesystem::path>& directory, int64_t train_samples,
-                                const torch::Device& device);
+                                const torch::Device& device, int64_t test_samples = -1);
 
 // The SHA-256 (hex) of a byte string; exposed for tests.
 std::string sha256_hex(const void* data, size_t size);

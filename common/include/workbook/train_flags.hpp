@@ -1,5 +1,5 @@
 // train_flags.hpp — the flags every training program takes, the same everywhere:
-// --epochs --batch --lr --data --device --seed --threads --train-samples --json.
+// --epochs --batch --lr --data --device --seed --threads --train-samples --test-samples --json.
 #pragma once
 #include <filesystem>
 #include <optional>
@@ -19,6 +19,7 @@ struct TrainFlags {
   uint64_t seed = 0;
   int threads = 0;       // 0: every core this process may use (set per rank)
   int64_t train_samples = -1;  // -1: the whole training set
+  int64_t test_samples = -1;   // -1: the whole test set
   std::optional<std::filesystem::path> json;
 };
 
