@@ -32,7 +32,8 @@ if(TARGET ch03_train_solution)
   # A rank that dies mid-training: the job ends within seconds, and the
   # survivor says where it was.
   workbook_expect_failure_within(ch03_train_dead_rank "solution;ch03;mpi" 60 "rank 0 of 2: stopped by a signal"
-    ${mpi2} sh ${CMAKE_SOURCE_DIR}/tests/support/kill_rank_after.sh 1 6 ${ch03} --epochs 5 --threads 1)
+    ${mpi2} sh ${CMAKE_SOURCE_DIR}/tests/support/kill_rank_after.sh 1 epoch:${CMAKE_BINARY_DIR}/ch03_dead_rank.jsonl ${ch03}
+    --epochs 50 --train-samples 2000 --test-samples 1000 --threads 1 --json ${CMAKE_BINARY_DIR}/ch03_dead_rank.jsonl)
   # The whole training set, one epoch on 2 ranks: the accuracy a correct DDP reaches.
   add_test(NAME ch03_train_accuracy
            COMMAND sh -c "\"$0\" \"$@\" --json ${CMAKE_BINARY_DIR}/ch03_accuracy.jsonl > /dev/null && /usr/bin/python3 -c \"import json, sys; r = json.loads(open(sys.argv[1]).readlines()[-1]); print('test accuracy', r['test_accuracy']); sys.exit(0 if r['test_accuracy'] >= 0.87 else 'below 0.87')\" ${CMAKE_BINARY_DIR}/ch03_accuracy.jsonl"

@@ -15,5 +15,6 @@ if(TARGET ch05_train_solution)
   # A rank that dies while the other is inside SyncBatchNorm's collectives:
   # the survivor ends within seconds and names the call it was waiting in.
   workbook_expect_failure_within(ch05_train_dead_rank "solution;ch05;mpi" 60 "rank 0 of 2: stopped by a signal while in"
-    ${mpi2} sh ${CMAKE_SOURCE_DIR}/tests/support/kill_rank_after.sh 1 6 ${ch05} --norm sync --epochs 5 --threads 1)
+    ${mpi2} sh ${CMAKE_SOURCE_DIR}/tests/support/kill_rank_after.sh 1 epoch:${CMAKE_BINARY_DIR}/ch05_dead_rank.jsonl ${ch05}
+    --norm sync --epochs 50 --train-samples 2000 --test-samples 1000 --threads 1 --json ${CMAKE_BINARY_DIR}/ch05_dead_rank.jsonl)
 endif()

@@ -38,5 +38,6 @@ if(TARGET ch06_train_solution)
   # A rank that dies between accumulated steps: the survivor ends within
   # seconds and names the call it was waiting in.
   workbook_expect_failure_within(ch06_train_dead_rank "solution;ch06;mpi" 60 "rank 0 of 2: stopped by a signal while in"
-    ${mpi2} sh ${CMAKE_SOURCE_DIR}/tests/support/kill_rank_after.sh 1 6 ${ch06} --method lamb --batch 256 --epochs 5 --threads 1)
+    ${mpi2} sh ${CMAKE_SOURCE_DIR}/tests/support/kill_rank_after.sh 1 epoch:${CMAKE_BINARY_DIR}/ch06_dead_rank.jsonl ${ch06}
+    --method lamb --batch 256 --epochs 50 --train-samples 2048 --test-samples 1000 --threads 1 --json ${CMAKE_BINARY_DIR}/ch06_dead_rank.jsonl)
 endif()

@@ -21,7 +21,8 @@ if(TARGET ch07_train_solution)
   # A rank that dies while the other is in stage 2's hooks or step: the
   # survivor ends within seconds and names the call it was waiting in.
   workbook_expect_failure_within(ch07_train_dead_rank "solution;ch07;mpi" 60 "rank 0 of 2: stopped by a signal while in"
-    ${mpi2} sh ${CMAKE_SOURCE_DIR}/tests/support/kill_rank_after.sh 1 6 ${ch07} --stage 2 --epochs 5 --threads 1)
+    ${mpi2} sh ${CMAKE_SOURCE_DIR}/tests/support/kill_rank_after.sh 1 epoch:${CMAKE_BINARY_DIR}/ch07_dead_rank.jsonl ${ch07}
+    --stage 2 --epochs 50 --train-samples 2000 --test-samples 1000 --threads 1 --json ${CMAKE_BINARY_DIR}/ch07_dead_rank.jsonl)
 endif()
 
 if(TARGET ch07_train_solution)

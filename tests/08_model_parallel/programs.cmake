@@ -15,7 +15,8 @@ if(TARGET ch08_train_solution)
   # A rank that dies while the other waits in fc2's all-reduce or fc1's:
   # the survivor ends within seconds and names the call it was waiting in.
   workbook_expect_failure_within(ch08_train_dead_rank "solution;ch08;mpi" 60 "rank 0 of 2: stopped by a signal while in"
-    ${mpi2} sh ${CMAKE_SOURCE_DIR}/tests/support/kill_rank_after.sh 1 6 ${ch08} --layout tensor --epochs 5 --threads 1)
+    ${mpi2} sh ${CMAKE_SOURCE_DIR}/tests/support/kill_rank_after.sh 1 epoch:${CMAKE_BINARY_DIR}/ch08_tensor_dead_rank.jsonl ${ch08}
+    --layout tensor --epochs 50 --train-samples 2000 --test-samples 1000 --threads 1 --json ${CMAKE_BINARY_DIR}/ch08_tensor_dead_rank.jsonl)
   # The pipeline: bad layouts exit 2 before any rank waits for another.
   workbook_expect_error(ch08_train_more_stages_than_blocks "solution;ch08;mpi" 2
                         "FashionCNN has 5 blocks to cut .*: 6 ranks are too many"
@@ -34,5 +35,6 @@ if(TARGET ch08_train_solution)
   # send or receive they were waiting in.
   workbook_expect_failure_within(ch08_train_pipeline_dead_stage "solution;ch08;mpi" 60
     "rank 0 of 2: stopped by a signal while in"
-    ${mpi2} sh ${CMAKE_SOURCE_DIR}/tests/support/kill_rank_after.sh 1 6 ${ch08} --layout pipeline --epochs 5 --threads 1)
+    ${mpi2} sh ${CMAKE_SOURCE_DIR}/tests/support/kill_rank_after.sh 1 epoch:${CMAKE_BINARY_DIR}/ch08_pipeline_dead_rank.jsonl ${ch08}
+    --layout pipeline --epochs 50 --train-samples 2000 --test-samples 1000 --threads 1 --json ${CMAKE_BINARY_DIR}/ch08_pipeline_dead_rank.jsonl)
 endif()
