@@ -246,7 +246,7 @@ PY
     cd "$work/jobs" || fail "cd"
     slurm_client() { "$cluster" exec wbnode1 "$@"; }  # where slurmctld is, with its SLURM_CONF
     export WORKBOOK_ROOT=$source_dir WORKBOOK_SOURCE=$source_dir WORKBOOK_BUILD=$build_dir WORKBOOK_DEVICE=cpu
-    id=$(slurm_client timeout 120 sbatch --parsable --wait "$source_dir/hpc/slurm/smoke-2nodes.sbatch" --bytes 1048576) ||
+    id=$(sbatch_wait "$source_dir/hpc/slurm/smoke-2nodes.sbatch" --bytes 1048576) ||
       job_failed "smoke-2nodes.sbatch" "wb-smoke-$id.out" "wb-smoke-$id.err"
     out=wb-smoke-$id.out
     expect_line "$out" "^launch: starts the ranks with srun " "$out" "wb-smoke-$id.err"
@@ -257,7 +257,7 @@ PY
     done
     expect_line "$out" "OK on all 4 ranks" "$out" "wb-smoke-$id.err"
     ok "smoke-2nodes.sbatch: OK on all 4 ranks, on wbnode1 and wbnode2, started by srun"
-    id=$(slurm_client timeout 240 sbatch --parsable --wait "$source_dir/hpc/slurm/ch03-2nodes.sbatch" --epochs 1 \
+    id=$(sbatch_wait "$source_dir/hpc/slurm/ch03-2nodes.sbatch" --epochs 1 \
       --train-samples 1000 --test-samples 1000 --json "$work/jobs/ch03.jsonl") || job_failed "ch03-2nodes.sbatch" "wb-ch03-$id.out" "wb-ch03-$id.err"
     check_training "wb-ch03-$id.out" "wb-ch03-$id.err" "$work/jobs/ch03.jsonl" 4
     ;;

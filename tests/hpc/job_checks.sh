@@ -44,3 +44,29 @@ check_training() {
     "$json" "$ranks" || job_failed "the result is not from $ranks ranks" "$out" "$err"
   echo "ok: training result from $ranks ranks ($out)"
 }
+
+# Where SLURM's commands run: here (the emulated cluster's test runs them on a node).
+slurm_client() { "$@"; }
+
+# sbatch_wait ARGS...: submits with sbatch, prints the job's id and waits (at
+# most 120 s) for the job to end; succeeds when it COMPLETED (exit status 0).
+# Note: sbatch --wait asks the controller after 2 s, then every 8 s (Slurm
+# 22.05), so a 3-second job returned after 10; asking every 0.1 s made the
+# SLURM tests about 25 s shorter.
+sbatch_wait() {
+  local id state=""
+  id=$(slurm_client sbatch --parsable "$@") || return 1
+  id=${id%%;*}
+  echo "$id"
+  for _ in $(seq 1200); do
+    state=$(slurm_client scontrol -o show job "$id" 2> /dev/null | sed -n 's/.* JobState=\([A-Z_]*\) .*/\1/p')
+    case $state in
+      PENDING | CONFIGURING | RUNNING | COMPLETING | "") sleep 0.1 ;;
+      *) break ;;
+    esac
+  done
+  [ "$state" = COMPLETED ] && return 0
+  slurm_client scancel "$id" 2> /dev/null
+  echo "job $id ended $state" >&2
+  return 1
+}

@@ -45,12 +45,11 @@ mkdir -p "$cluster/jobs"
 cd "$cluster/jobs"
 export WORKBOOK_ROOT=$WORKBOOK_SOURCE WORKBOOK_BUILD=$build
 
-# submit SCRIPT [ARGS...]: sbatch --wait; prints the job id. A job that fails is a test failure.
+# submit SCRIPT [ARGS...]: sbatch_wait; prints the job id. A job that fails is a test failure.
 submit() {
   local id status=0
-  id=$(timeout 120 sbatch --parsable --wait "$@") || status=$?
-  id=${id%%;*}
-  [ "$status" -eq 0 ] || job_failed "sbatch --wait $* ended with status $status" "$(ls -- *-"$id".out 2> /dev/null || echo "job $id .out")" "$(ls -- *-"$id".err 2> /dev/null || echo "job $id .err")"
+  id=$(sbatch_wait "$@") || status=$?
+  [ "$status" -eq 0 ] || job_failed "job $id ($*) did not complete" "$(ls -- *-"$id".out 2> /dev/null || echo "job $id .out")" "$(ls -- *-"$id".err 2> /dev/null || echo "job $id .err")"
   echo "$id"
 }
 
