@@ -8,7 +8,7 @@
 #                                                 --slurm: with a SLURM across the nodes
 #   hpc/cluster.sh down                           remove exactly what `up` created
 #   hpc/cluster.sh status [--json]                nodes, addresses, link, what runs there
-#   hpc/cluster.sh measure                        the link's rate, measured (iperf3, node2 -> node1)
+#   hpc/cluster.sh measure [--seconds S]          the link's rate, measured (iperf3, node2 -> node1, S = 3)
 #   hpc/cluster.sh exec NODE COMMAND [ARGS...]    run a command on a node
 #   hpc/cluster.sh mpirun [--nodes N] [--ranks-per-node R] PROGRAM [ARGS...]   the program on the nodes
 #   hpc/cluster.sh link NODE up|down              take a node's link down (a network fault) or back
@@ -425,8 +425,17 @@ cmd_kill() {
   say "$1: killed $(echo "$pids" | wc -w) process(es)"
 }
 
-# measure: iperf3 from node2 to node1, 3 s; prints the measured rate.
+# measure [--seconds S]: iperf3 from node2 to node1 for S seconds (3),
+# after 1 s not counted (TCP's slow start, the bucket's first burst);
+# prints the measured rate.
 cmd_measure() {
+  local seconds=3
+  case "${1:-}" in
+    "") ;;
+    --seconds) [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || fail "--seconds takes a whole number of seconds, got '${2:-}'"
+      seconds=$2 ;;
+    *) fail "measure takes --seconds S, got '$1'" ;;
+  esac
   need_root "measure"
   need_up
   command -v iperf3 >/dev/null || fail "'iperf3' is missing: ./install-packages installs it"
@@ -434,7 +443,7 @@ cmd_measure() {
   ip netns exec wbnode1 iperf3 --server --one-off --bind "$(node_address 1)" >/dev/null 2>&1 &
   server=$!
   sleep 0.3
-  out=$(ip netns exec wbnode2 iperf3 --client "$(node_address 1)" --time 3 --omit 1 --json) || {
+  out=$(ip netns exec wbnode2 iperf3 --client "$(node_address 1)" --time "$seconds" --omit 1 --json) || {
     kill "$server" 2>/dev/null || true
     fail "iperf3 from wbnode2 to wbnode1 failed"
   }
@@ -450,7 +459,7 @@ case $command in
   up) cmd_up "$@" ;;
   down) [ $# -eq 0 ] || fail "down takes no arguments"; cmd_down ;;
   status) cmd_status "$@" ;;
-  measure) cmd_measure ;;
+  measure) cmd_measure "$@" ;;
   exec) need_root "exec"; cmd_exec "$@" ;;
   agent) cmd_agent "$@" ;;
   mpirun) need_root "mpirun"; cmd_mpirun "$@" ;;

@@ -40,8 +40,8 @@ if(TARGET ch04_train_solution)
     add_test(NAME ch04_train_matches_ch03
              COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/support/compare_results.py
                      weights_sha256:exact test_loss:0
-                     -- ${mpi2} $<TARGET_FILE:ch03_train_solution> --epochs 2 --train-samples 2000 --test-samples 1000 --threads 1
-                     -- ${mpi2} ${ch04_train} --epochs 2 --train-samples 2000 --test-samples 1000 --threads 1)
+                     -- ${mpi2} $<TARGET_FILE:ch03_train_solution> --epochs 2 --train-samples 1000 --test-samples 1000 --threads 1
+                     -- ${mpi2} ${ch04_train} --epochs 2 --train-samples 1000 --test-samples 1000 --threads 1)
     set_tests_properties(ch04_train_matches_ch03 PROPERTIES LABELS "solution;ch04;mpi" TIMEOUT 300
                          ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
   endif()
