@@ -128,7 +128,8 @@ void print_failure(const TestRecord& record) {
   if (f.is_null()) return;
   fmt::print("  at:       {}:{}\n", relative_to_source(f.value("file", "")), f.value("line", 0));
   const std::string expression = f.value("expression", "");
-  if (!expression.empty()) {
+  // An exception thrown between checks has no expression: Catch2 says "{Unknown expression ...}".
+  if (!expression.empty() && expression.front() != '{') {
     fmt::print("  check:    {}\n", expression);
     const std::string expanded = f.value("expanded", "");
     if (!expanded.empty() && expanded != expression) fmt::print("  values:   {}\n", expanded);
