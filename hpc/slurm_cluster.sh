@@ -161,10 +161,20 @@ slurm_cluster_stop() {
     name=$(cat "/proc/$pid/comm" 2> /dev/null) || continue
     case $name in slurmd | slurmctld | munged) ;; *) continue ;; esac
     kill "$pid" 2> /dev/null || continue
-    for _ in 1 2 3 4 5 6 7 8 9 10; do
-      kill -0 "$pid" 2> /dev/null || break
-      sleep 0.3
+    for _ in $(seq 30); do
+      slurm_cluster_alive "$pid" || break
+      sleep 0.1
     done
     kill -9 "$pid" 2> /dev/null || true
   done
+}
+
+# Whether process PID still runs. A daemon that has exited stays a zombie
+# until init reaps it, which some inits do only every few seconds (2 s on a
+# Firecracker VM: each daemon seemed to take 2 s to stop); kill -0 counts
+# zombies, /proc/PID/stat says Z.
+slurm_cluster_alive() {
+  local state
+  state=$(sed -n 's/^.*) \([A-Za-z]\) .*$/\1/p' "/proc/$1/stat" 2> /dev/null) || return 1
+  [ -n "$state" ] && [ "$state" != Z ]
 }
