@@ -1,12 +1,15 @@
-// main_train.cpp — ch06_train: FashionCNN trained with a large global batch,
-// one configuration or a sweep of them.
+// main_train.cpp — ch06_train: FashionCNN trained with a large global batch:
+// one configuration, a comparison of several at the same epochs, or the
+// steps each batch needs to reach a target accuracy.
 //
 //   mpirun -n 2 ch06_train [--batch 2048] [--method sgd|warmup|lars|lamb] [--epochs 3]
 //                          [--micro-batch 256] [--warmup-epochs E] [--lr BASE] ...
-//   mpirun -n 2 ch06_train --sweep [--full] [--batches 128,512] [--methods lars,lamb]
+//   mpirun -n 2 ch06_train --compare [--full] [--batches 128,512] [--methods lars,lamb]
+//   mpirun -n 2 ch06_train --sweep [--quick] [--batches 64,...,4096] [--methods warmup] [--target 0.85]
 //   workbook run ch06 --ranks 2 [--solution] --sweep
 //
-// Methods (every one decays the rate ×0.1 at 1/2 and 3/4 of the epochs):
+// Methods (every one decays the rate linearly to 0 at the run's last step, or
+// with --decay step ×0.1 at 1/2 and 3/4 of the epochs):
 //   sgd     momentum SGD, the linear scaling rule, no warm-up
 //   warmup  momentum SGD, the linear scaling rule, gradual warm-up
 //   lars    LARS, the linear scaling rule, gradual warm-up
@@ -17,19 +20,24 @@
 // weights and sees the same samples in the same order; only the batch size
 // and the method differ. After each epoch: the whole test set.
 //
-// The sweep compares, at the same number of epochs: final test accuracy, the
-// training time to reach --target test accuracy (evaluations not counted),
-// and samples/s.
+// --compare sets configurations side by side at the same number of epochs:
+// final test accuracy, the training time to reach --target test accuracy
+// (evaluations not counted), and samples/s. --sweep measures steps to a
+// target per batch, the rate tuned (steps_to_target.hpp).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <numeric>
 #include <optional>
+#include <ranges>
 
 #include "accumulation.hpp"
 #include "ddp.hpp"  // Chapter 3's reference: broadcast_model, DistributedSampler, gather_batch, evaluate_distributed
+#include "methods.hpp"
 #include "optimizers.hpp"
 #include "schedule.hpp"
+#include "steps_to_target.hpp"
 #include "workbook/errors.hpp"
 #include "workbook/memory.hpp"
 #include "workbook/noise_scale.hpp"
@@ -39,61 +47,14 @@
 
 namespace {
 
+using ch06::find_method;
+using ch06::kBaseBatch;
+using ch06::kMethods;
+using ch06::make_optimizer;
+using ch06::Method;
+
 constexpr int64_t kEvalBatch = 1000;
-constexpr int64_t kBaseBatch = 256;  // the scaling rule's reference batch
-
-// What one method trains with, before scaling to the global batch.
-struct Method {
-  std::string name;
-  std::string optimizer;  // "sgd", "lars" or "lamb"
-  double base_lr;         // at batch kBaseBatch
-  double scaling_power;   // 1: linear rule, 0.5: square root
-  bool warmup;
-  double trust_coefficient = 1e-3;  // LARS's η
-};
-
-// Note: [base rates] SGD's 0.1 per 256 samples is Goyal et al.'s rate for
-// ResNet-50. FashionCNN's three fully connected layers (no BatchNorm there)
-// make momentum SGD diverge at a rate of 0.1 whatever the batch, so the
-// linear rule runs into that wall from batch 512 on: a result, reported as
-// such. LARS's and LAMB's rates were picked at global batch 2048 on the
-// reduced data (12,000 samples, 6 epochs) from a handful of values each, the
-// one with the best final test accuracy (the lesson lists them). LARS moves
-// each weight tensor by at most lr · η of its norm per step (before
-// momentum); its excluded tensors (biases, BatchNorm) move by lr · gradient,
-// which caps lr near SGD's wall. LAMB's rate is the fraction of each
-// tensor's norm it moves per step; it scales with the square root of the
-// batch, as in its paper.
-std::vector<Method> kMethods = {
-    {"sgd", "sgd", 0.1, 1.0, false},
-    {"warmup", "sgd", 0.1, 1.0, true},
-    {"lars", "lars", 0.0125, 1.0, true, 0.05},
-    {"lamb", "lamb", 0.005, 0.5, true},
-};
-
-const Method& find_method(const std::string& name) {
-  for (const Method& m : kMethods)
-    if (m.name == name) return m;
-  throw workbook::UserError(fmt::format("--method {}: not one of sgd, warmup, lars, lamb", name));
-}
-
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const Method& method, workbook::FashionCNN& model,
-                                                        bool momentum_correction) {
-  if (method.optimizer == "lars")
-  {
-    const auto options = ch06::LarsOptions(method.base_lr)
-                             .trust_coefficient(method.trust_coefficient)
-                             .momentum_correction(momentum_correction);
-    return std::make_unique<ch06::Lars>(ch06::layer_adaptation_groups(model, options), options);
-  }
-  if (method.optimizer == "lamb")
-    return std::make_unique<ch06::Lamb>(ch06::layer_adaptation_groups(model, ch06::LambOptions(method.base_lr)),
-                                        ch06::LambOptions(method.base_lr));
-  return std::make_unique<torch::optim::SGD>(
-      model.parameters(), torch::optim::SGDOptions(method.base_lr).momentum(0.9).weight_decay(5e-4));
-}
-
-// One configuration of the sweep (or the single run).
+// One configuration of --compare (or the single run).
 struct Config {
   int64_t global_batch;
   Method method;
@@ -119,6 +80,7 @@ struct Setup {
   double target = 0.85;
   bool momentum_correction = false;  // LARS only (Note: [momentum correction] in lars.cpp)
   bool noise_scale = false;          // estimate B_simple every epoch (workbook/noise_scale.hpp)
+  std::string decay = "linear";      // "linear": to 0 at the run's end; "step": x0.1 at 1/2 and 3/4
 };
 
 // The method's schedule at this configuration's batch.
@@ -130,7 +92,10 @@ ch06::LrSchedule schedule_for(const Config& config, const Setup& setup) {
   schedule.scaling_power = config.method.scaling_power;
   const double epochs = setup.flags.epochs;
   schedule.warmup_epochs = config.method.warmup ? setup.warmup_epochs.value_or(std::min(5.0, epochs / 4.0)) : 0.0;
-  schedule.decay_epochs = {epochs * 0.5, epochs * 0.75};
+  if (setup.decay == "step")
+    schedule.decay_epochs = {epochs * 0.5, epochs * 0.75};
+  else
+    schedule.end_epoch = epochs;
   return schedule;
 }
 
@@ -239,6 +204,140 @@ Outcome train_config(const Config& config, const Setup& setup, const workbook::F
   return outcome;
 }
 
+// --sweep: steps to the target at every batch, each batch's rate tuned
+// (steps_to_target.hpp), then the model S = S_min · (1 + B_crit / B) fitted
+// to them beside the noise scale B_simple measured from the gradients.
+int run_sweep(workbook::Program& program, const ch06::SweepSetup& sweep) {
+  const int ranks = program.ranks();
+  for (const int64_t b : sweep.batches) {
+    WB_CHECK(b % ranks == 0, "global batch {} must divide evenly among the {} ranks", b, ranks);
+    WB_CHECK((b / ranks) % std::min(sweep.micro_batch, b / ranks) == 0,
+             "global batch {} must split into {} ranks x micro-batches of {} (--micro-batch): use a multiple of {}", b,
+             ranks, sweep.micro_batch, ranks * sweep.micro_batch);
+  }
+  workbook::Communicator& comm = program.connect();
+  const workbook::FashionMnist data = program.load_data();
+  for (const int64_t b : sweep.batches)
+    WB_CHECK(b <= data.train.size(), "global batch {} is more than the {} training samples", b, data.train.size());
+  workbook::JsonLines& json = program.json();
+  const bool leader = program.leader();
+  program.say("ch06_train --sweep: steps to test accuracy {:.2f} (first {} test samples) at global batches {}, "
+              "methods {}; up to {} rates each, at most {} epochs of {} samples per run; {} rank(s), {} thread(s) each",
+              sweep.target, data.test.size(), fmt::join(sweep.batches, ", "),
+              fmt::join(sweep.methods | std::views::transform(&Method::name), ", "), sweep.max_trials,
+              sweep.max_epochs, data.train.size(), ranks, program.flags().threads);
+  workbook::Table trials({{"batch", 6}, {"method", 7}, {"lr", 9}, {"steps", 6}, {"stopped", 8}, {"test_acc", 8},
+                          {"train_s", 8}, {"B_simple", 8}});
+  if (leader) fmt::print("{}\n", trials.header());
+  auto report = [&](const ch06::RateTrial& t) {
+    const std::string b_simple = t.b_simple ? fmt::format("{:.0f}", *t.b_simple) : "-";
+    if (leader) {
+      fmt::print("{}\n", trials.row({fmt::format("{}", t.global_batch), t.method, fmt::format("{:.4g}", t.lr),
+                                     fmt::format("{}", t.steps), t.stopped, fmt::format("{:.4f}", t.accuracy),
+                                     fmt::format("{:.1f}", t.train_seconds), b_simple}));
+      std::fflush(stdout);
+    }
+    json.write({{"type", "sweep_trial"}, {"chapter", "ch06"}, {"global_batch", t.global_batch}, {"method", t.method},
+                {"lr", t.lr}, {"steps", t.steps}, {"stopped", t.stopped}, {"test_accuracy", t.accuracy},
+                {"train_s", t.train_seconds},
+                {"b_simple", t.b_simple ? nlohmann::json(*t.b_simple) : nlohmann::json(nullptr)}});
+  };
+
+  std::vector<ch06::RateTrial> best;  // per batch and method
+  double seconds = 0.0;
+  int64_t samples = 0;
+  for (const Method& method : sweep.methods) {
+    std::optional<ch06::RateTrial> previous;
+    for (const int64_t b : sweep.batches) {
+      const std::vector<ch06::RateTrial> runs = ch06::tune_rate(b, method, previous, sweep, data, comm, report);
+      for (const ch06::RateTrial& t : runs) {
+        seconds += t.train_seconds;
+        samples += t.steps * b;
+      }
+      best.push_back(runs.front());
+      previous = runs.front();
+    }
+  }
+
+  // The summary: a row per batch and method, its best rate's run.
+  if (leader) {
+    fmt::print("\nsteps to test accuracy {:.2f}: each batch's best rate; x: the steps against the previous batch's "
+               "(0.50 = doubling the batch halved them); time: training only, {} rank(s)\n",
+               sweep.target, ranks);
+    workbook::Table summary({{"batch", 6}, {"method", 7}, {"best_lr", 9}, {"steps", 6}, {"x", 5}, {"samples", 9},
+                             {"time_s", 7}, {"B_simple", 8}});
+    fmt::print("{}\n", summary.header());
+    for (size_t i = 0; i < best.size(); ++i) {
+      const ch06::RateTrial& t = best[i];
+      const bool reached = t.steps_to_target.has_value();
+      const bool previous = i > 0 && best[i - 1].method == t.method && best[i - 1].steps_to_target && reached;
+      fmt::print("{}\n", summary.row({fmt::format("{}", t.global_batch), t.method,
+                                      reached ? fmt::format("{:.4g}", t.lr) : "-",
+                                      reached ? fmt::format("{}", *t.steps_to_target) : "not reached",
+                                      previous ? fmt::format("{:.2f}", static_cast<double>(*t.steps_to_target) /
+                                                                            static_cast<double>(*best[i - 1].steps_to_target))
+                                               : "",
+                                      reached ? fmt::format("{}", *t.steps_to_target * t.global_batch) : "-",
+                                      reached ? fmt::format("{:.1f}", t.train_seconds) : "-",
+                                      t.b_simple ? fmt::format("{:.0f}", *t.b_simple) : "-"}));
+    }
+  }
+  for (const ch06::RateTrial& t : best)
+    json.write({{"type", "steps_to_target"}, {"chapter", "ch06"}, {"global_batch", t.global_batch},
+                {"method", t.method}, {"target", sweep.target}, {"ranks", ranks},
+                {"lr", t.steps_to_target ? nlohmann::json(t.lr) : nlohmann::json(nullptr)},
+                {"steps", t.steps_to_target ? nlohmann::json(*t.steps_to_target) : nlohmann::json(nullptr)},
+                {"time_to_target_s", t.steps_to_target ? nlohmann::json(t.train_seconds) : nlohmann::json(nullptr)},
+                {"b_simple", t.b_simple ? nlohmann::json(*t.b_simple) : nlohmann::json(nullptr)}});
+
+  // The model beside the noise scale, per method.
+  for (const Method& method : sweep.methods) {
+    std::vector<std::pair<int64_t, int64_t>> points;
+    std::vector<double> b_simple;
+    for (const ch06::RateTrial& t : best)
+      if (t.method == method.name) {
+        if (t.steps_to_target) points.emplace_back(t.global_batch, *t.steps_to_target);
+        if (t.b_simple) b_simple.push_back(*t.b_simple);
+      }
+    std::sort(b_simple.begin(), b_simple.end());
+    const std::optional<double> median =
+        b_simple.empty() ? std::nullopt : std::optional<double>(b_simple[b_simple.size() / 2]);
+    const std::optional<ch06::StepsModel> model = ch06::fit_steps_model(points);
+    if (leader)
+      fmt::print("{}: S = S_min (1 + B_crit / B) fitted to {} batches: {}; the noise scale B_simple (median over "
+                 "the batches' best runs): {}\n",
+                 method.name, points.size(),
+                 model ? fmt::format("S_min = {:.0f} steps, B_crit = {:.0f} samples", model->s_min, model->b_crit)
+                       : "no fit (fewer than 2 batches reached the target, or no plateau)",
+                 median ? fmt::format("{:.0f} samples", *median) : "not measured (1 rank) or not resolved");
+    json.write({{"type", "steps_model"}, {"chapter", "ch06"}, {"method", method.name}, {"target", sweep.target},
+                {"s_min", model ? nlohmann::json(model->s_min) : nlohmann::json(nullptr)},
+                {"b_crit", model ? nlohmann::json(model->b_crit) : nlohmann::json(nullptr)},
+                {"b_simple", median ? nlohmann::json(*median) : nlohmann::json(nullptr)}});
+  }
+
+  const ch06::RateTrial& last = best.back();
+  workbook::RunResult result;
+  result.config = fmt::format("steps to {:.2f} at {} batch(es) x {} method(s)", sweep.target, sweep.batches.size(),
+                              sweep.methods.size());
+  result.epochs = 0;
+  result.batch = last.global_batch;
+  result.train_samples = data.train.size();
+  result.test_accuracy = last.accuracy;
+  result.samples_per_s = static_cast<double>(samples) / seconds;
+  result.peak_mem_bytes = workbook::largest_peak_memory_bytes(comm);
+  result.details = {{"target", sweep.target}};
+  result.summary = fmt::format("result: steps to test accuracy {:.2f}: {}", sweep.target, [&] {
+    std::vector<std::string> parts;
+    for (const ch06::RateTrial& t : best)
+      parts.push_back(fmt::format("{} {} {}", t.method, t.global_batch,
+                                  t.steps_to_target ? fmt::format("{}", *t.steps_to_target) : "not reached"));
+    return fmt::format("{}", fmt::join(parts, ", "));
+  }());
+  program.finish(result);
+  return 0;
+}
+
 int train(workbook::Program& program) {
   Setup setup;
   workbook::TrainFlags& flags = program.flags();
@@ -254,6 +353,9 @@ int train(workbook::Program& program) {
       ->capture_default_str();
   app.add_option("--warmup-epochs", setup.warmup_epochs, "warm-up length (default: epochs / 4, at most 5)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--decay", setup.decay, "linear (to 0 at the run's end) or step (x0.1 at 1/2 and 3/4 of the epochs)")
+      ->check(CLI::IsMember({"linear", "step"}))
+      ->capture_default_str();
   app.add_option("--target", setup.target, "the test accuracy whose time-to-reach is reported")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
@@ -264,15 +366,21 @@ int train(workbook::Program& program) {
                "LARS: scale its velocity by lr_new / lr_old when the rate changes (Goyal et al. 2017, §2.2)");
   app.add_flag("--noise-scale", setup.noise_scale,
                "estimate the gradient noise scale B_simple every epoch (McCandlish et al. 2018); 2 or more ranks");
-  bool sweep = false, full = false;
+  bool sweep = false, compare = false, full = false, quick = false;
   std::vector<int64_t> sweep_batches;
   std::vector<std::string> sweep_methods;
-  app.add_flag("--sweep", sweep, "every global batch x every method (the reduced grid unless --full)");
-  app.add_flag("--full", full, "with --sweep: batches 128..8192 on all 60,000 samples for 30 epochs (hours on a CPU)");
-  app.add_option("--batches", sweep_batches, "with --sweep: these global batches only, e.g. 128,2048")
+  ch06::SweepSetup sweep_setup;
+  app.add_flag("--sweep", sweep, "steps to --target test accuracy at each global batch, its rate tuned (64..4096)");
+  app.add_flag("--quick", quick, "with --sweep: the reduced sweep (batches 64..4096 x4, target 0.80, 2 rates each)");
+  app.add_option("--max-epochs", sweep_setup.max_epochs, "with --sweep: a run's budget in epochs")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_flag("--compare", compare, "every global batch x every method at the same epochs (the reduced grid unless --full)");
+  app.add_flag("--full", full, "with --compare: batches 128..8192 on all 60,000 samples for 30 epochs (hours on a CPU)");
+  app.add_option("--batches", sweep_batches, "with --sweep or --compare: these global batches only, e.g. 128,2048")
       ->delimiter(',')
       ->check(CLI::PositiveNumber);
-  app.add_option("--methods", sweep_methods, "with --sweep: these methods only, e.g. warmup,lars")
+  app.add_option("--methods", sweep_methods, "with --sweep or --compare: these methods only, e.g. warmup,lars")
       ->delimiter(',')
       ->check(CLI::IsMember({"sgd", "warmup", "lars", "lamb"}));
   program.parse();
@@ -280,9 +388,30 @@ int train(workbook::Program& program) {
   if (trust_coefficient)
     for (Method& m : kMethods) m.trust_coefficient = *trust_coefficient;
   auto given = [&](const char* flag) { return app.get_option(flag)->count() > 0; };
-  WB_CHECK(sweep || (!full && !given("--batches") && !given("--methods")), "--full, --batches and --methods go with --sweep");
-  WB_CHECK(!sweep || (!given("--batch") && !given("--method")),
-           "--sweep sets the batch and the method of each run: use --batches and --methods to choose them");
+  WB_CHECK(!(sweep && compare), "--sweep and --compare are two different measurements: choose one");
+  WB_CHECK(compare || !full, "--full goes with --compare");
+  WB_CHECK(sweep || (!quick && !given("--max-epochs")), "--quick and --max-epochs go with --sweep");
+  WB_CHECK(sweep || compare || (!given("--batches") && !given("--methods")),
+           "--batches and --methods go with --sweep or --compare");
+  WB_CHECK(!(sweep || compare) || (!given("--batch") && !given("--method")),
+           "--sweep and --compare set the batch and the method of each run: use --batches and --methods to choose them");
+  if (sweep) {
+    WB_CHECK(!given("--epochs") && !given("--lr") && !given("--decay") && !given("--warmup-epochs"),
+             "--sweep trains each run at a constant rate it tunes, until --target or --max-epochs: --epochs, --lr, "
+             "--decay and --warmup-epochs do not apply");
+    sweep_setup.batches = quick ? std::vector<int64_t>{64, 256, 1024, 4096}
+                                : std::vector<int64_t>{64, 128, 256, 512, 1024, 2048, 4096};
+    if (!sweep_batches.empty()) sweep_setup.batches = sweep_batches;
+    for (const std::string& name : sweep_methods.empty() ? std::vector<std::string>{"warmup"} : sweep_methods)
+      sweep_setup.methods.push_back(find_method(name));
+    if (!given("--target")) setup.target = quick ? 0.80 : 0.85;
+    sweep_setup.target = setup.target;
+    if (quick) sweep_setup.max_trials = 2;
+    sweep_setup.micro_batch = setup.micro_batch;
+    sweep_setup.seed = flags.seed;
+    if (!given("--test-samples")) flags.test_samples = 2000;  // Note [steps to target]: evaluated often
+    return run_sweep(program, sweep_setup);
+  }
 
   // The grid. Note: [reduced grid] On a CPU a sample costs the same at every
   // batch, so the full grid (16 runs of 30 epochs over 60,000 samples) takes
@@ -291,7 +420,7 @@ int train(workbook::Program& program) {
   // only 5 steps per epoch (8192 gets 7 in the full grid). Batches below 128
   // are no cheaper: at 16 samples per rank the all-reduce takes most of a step.
   std::vector<Config> configs;
-  if (sweep) {
+  if (compare) {
     std::vector<int64_t> batches = full ? std::vector<int64_t>{128, 512, 2048, 8192} : std::vector<int64_t>{128, 512, 2048};
     if (app.get_option("--epochs")->count() == 0) flags.epochs = full ? 30 : 5;
     if (app.get_option("--train-samples")->count() == 0) flags.train_samples = full ? -1 : 12000;
@@ -308,7 +437,7 @@ int train(workbook::Program& program) {
   }
   const int ranks = program.ranks();
   setup.flags = flags;
-  WB_CHECK(!setup.momentum_correction || sweep || method_name == "lars",
+  WB_CHECK(!setup.momentum_correction || compare || method_name == "lars",
            "--momentum-correction is for --method lars: SGD applies its rate outside the velocity, where the "
            "correction is built in, and LAMB keeps no velocity");
   WB_CHECK(!setup.noise_scale || ranks >= 2,
@@ -323,6 +452,7 @@ int train(workbook::Program& program) {
     WB_CHECK(local_batch % std::min(setup.micro_batch, local_batch) == 0,
              "global batch {} must split into {} ranks x micro-batches of {} (--micro-batch): use a multiple of {}",
              c.global_batch, ranks, setup.micro_batch, ranks * setup.micro_batch);
+    ch06::peak_learning_rate(schedule_for(c, setup));  // checks the schedule (a warm-up past the decay's end)
   }
 
   workbook::Communicator& comm = program.connect();
@@ -385,7 +515,7 @@ int train(workbook::Program& program) {
     }
   }
 
-  // The result line: the last configuration (the only one without --sweep).
+  // The result line: the last configuration (the only one without --compare).
   const Config& last = configs.back();
   const Outcome& o = outcomes.back();
   double samples = 0.0, seconds = 0.0;
@@ -394,7 +524,7 @@ int train(workbook::Program& program) {
     seconds += each.train_seconds;
   }
   workbook::RunResult result;
-  result.config = sweep ? fmt::format("sweep of {} configurations", configs.size())
+  result.config = compare ? fmt::format("comparison of {} configurations", configs.size())
                         : fmt::format("{}, global batch {}", last.method.name, last.global_batch);
   result.epochs = flags.epochs;
   result.epochs_trained = o.epochs_done;  // fewer than epochs when it diverged

@@ -1,4 +1,4 @@
-// schedule.cpp — ex6.1: linear scaling, gradual warm-up, step decay.
+// schedule.cpp — ex6.1: linear scaling, gradual warm-up, step or linear decay.
 #include "schedule.hpp"
 
 #include <algorithm>
@@ -12,6 +12,9 @@ double peak_learning_rate(const LrSchedule& schedule) {
   WB_CHECK(schedule.base_lr > 0 && schedule.base_batch > 0 && schedule.global_batch > 0,
            "learning-rate schedule: base_lr {}, base_batch {} and global_batch {} must be positive", schedule.base_lr,
            schedule.base_batch, schedule.global_batch);
+  WB_CHECK(schedule.end_epoch <= 0 || schedule.end_epoch > schedule.warmup_epochs,
+           "learning-rate schedule: the decay ends at epoch {}, not after the warm-up's {}", schedule.end_epoch,
+           schedule.warmup_epochs);
   const double ratio = static_cast<double>(schedule.global_batch) / static_cast<double>(schedule.base_batch);
   return schedule.base_lr * std::pow(ratio, schedule.scaling_power);
 }

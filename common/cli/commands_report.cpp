@@ -8,6 +8,8 @@
 //   accuracy.png  test accuracy per epoch of the large-batch configurations (ch06), ch03 beside them
 //   loss.png      training loss per epoch of every configuration
 //   memory.png    bytes per rank by ZeRO stage (ch07's bench), a line per rank count
+//   steps.png     steps to a target accuracy against the global batch, log-log (`ch06_train --sweep`),
+//                 with perfect scaling, the fitted S_min (1 + B_crit / B) and the noise scale B_simple
 //
 // Each plot's data (NAME.dat) and script (NAME.gp) are left beside it in DIR:
 // `gnuplot DIR/NAME.gp` draws it again after an edit.
@@ -274,6 +276,63 @@ Plot memory_plot(const std::vector<Line>& lines, bool several_files) {
   return plot;
 }
 
+// `ch06_train --sweep --json FILE`: the steps each batch needed to reach the
+// target (its best rate's), a line per method, on log-log axes; beside them
+// perfect scaling from the smallest batch (S ∝ 1/B), the fitted model
+// S = S_min (1 + B_crit / B), and the measured noise scale B_simple as a
+// vertical line: where McCandlish et al. predict the halving stops.
+Plot steps_plot(const std::vector<Line>& lines, bool several_files) {
+  Plot plot{"steps", "Steps to the target test accuracy against the global batch, each batch's rate tuned",
+            "global batch B (samples per step, log scale)", "steps to the target (log scale)", {}, "", {}};
+  std::map<std::string, Series> measured;
+  std::map<std::string, std::string> extra;
+  std::vector<std::string> arrows;
+  double smallest = 0, largest = 0;
+  for (const Line& line : lines) {
+    const nlohmann::json& v = line.value;
+    const std::string type = v.value("type", "");
+    const std::string key = fmt::format("{}, target {:.2f}{}", v.value("method", "?"), v.value("target", 0.0),
+                                        from(line, several_files));
+    if (type == "steps_to_target" && v.contains("steps") && v["steps"].is_number()) {
+      Series& s = measured[key];
+      s.title = "measured: " + key;
+      s.style = "linespoints linewidth 2 pointsize 1.4";
+      const double b = v.value("global_batch", 0.0);
+      s.points.push_back({b, v["steps"].get<double>()});
+      smallest = smallest == 0 ? b : std::min(smallest, b);
+      largest = std::max(largest, b);
+    }
+    if (type == "steps_model" && v.contains("s_min") && v["s_min"].is_number()) {
+      const double s_min = v["s_min"].get<double>(), b_crit = v["b_crit"].get<double>();
+      extra[key] = fmt::format("{} * (1 + {} / x) title {} with lines dashtype 3 linewidth 2", s_min, b_crit,
+                               quoted(fmt::format("fit: S_min (1 + B_crit / B), S_min = {:.0f}, B_crit = {:.0f} ({})",
+                                                  s_min, b_crit, key)));
+    }
+    if (type == "steps_model" && v.contains("b_simple") && v["b_simple"].is_number()) {
+      const double b_simple = v["b_simple"].get<double>();
+      arrows.push_back(fmt::format("set arrow from {0}, graph 0 to {0}, graph 1 nohead dashtype 2 linewidth 2 "
+                                   "linecolor 'gray30'", b_simple));
+      arrows.push_back(fmt::format("set label {} at {}, graph 0.95 offset 0.5, 0", 
+                                   quoted(fmt::format("B_simple = {:.0f} ({})", b_simple, key)), b_simple));
+    }
+  }
+  std::vector<std::string> drawn;
+  for (auto& [key, s] : measured) {
+    std::sort(s.points.begin(), s.points.end());
+    // Perfect scaling from the smallest batch: S(B) = S(B0) · B0 / B.
+    const auto [b0, s0] = s.points.front();
+    drawn.push_back(fmt::format("{} / x title {} with lines dashtype 2 linecolor 'gray50' linewidth 1", b0 * s0,
+                                quoted("perfect scaling (doubling the batch halves the steps): " + key)));
+    plot.series.push_back(s);
+    if (extra.count(key)) drawn.push_back(extra[key]);
+  }
+  plot.extra_plot = fmt::format("{}", fmt::join(drawn, ", "));
+  plot.settings = {"set logscale xy 2", "set key bottom left box opaque",
+                   smallest > 0 ? fmt::format("set xrange [{}:{}]", smallest / 1.5, largest * 1.5) : ""};
+  plot.settings.insert(plot.settings.end(), arrows.begin(), arrows.end());
+  return plot;
+}
+
 // Writes NAME.dat and NAME.gp into `out` and runs gnuplot; returns the PNG's path.
 fs::path draw(const Plot& plot, const fs::path& out, const std::string& subtitle) {
   const fs::path data = out / (plot.name + ".dat"), script = out / (plot.name + ".gp"),
@@ -403,13 +462,15 @@ int cmd_report(const std::vector<std::string>& files_given, const std::optional<
                  "training loss (cross-entropy, mean over the epoch)", "train_loss",
                  [](const std::string&) { return true; }),
       memory_plot(lines, several),
+      steps_plot(lines, several),
   };
   const std::map<std::string, std::string> needs = {
       {"speedup", "tour rows, or `workbook bench` scaling lines"},
       {"busbw", "bench_bandwidth lines (the tour's ch04 row, or `workbook bench ch04 --json FILE`)"},
       {"accuracy", "tour_epoch lines of ch06 (the tour)"},
       {"loss", "tour_epoch lines (the tour)"},
-      {"memory", "ch07 bench rows (`workbook bench ch07 --json FILE`)"}};
+      {"memory", "ch07 bench rows (`workbook bench ch07 --json FILE`)"},
+      {"steps", "steps_to_target lines (`workbook run ch06 --ranks 2 --sweep -- --json FILE`)"}};
   int drawn = 0;
   for (const Plot& plot : plots) {
     if (plot.series.empty()) {
@@ -425,7 +486,7 @@ int cmd_report(const std::vector<std::string>& files_given, const std::optional<
     fmt::print("{:<13} {} series: {}\n", plot.name + ".png", plot.series.size(), png.string());
     ++drawn;
   }
-  WB_CHECK(drawn > 0, "nothing to plot in {}: no tour, tour_epoch, bench, bench_bandwidth or bench_row lines",
+  WB_CHECK(drawn > 0, "nothing to plot in {}: no tour, tour_epoch, bench, bench_bandwidth, bench_row or steps_to_target lines",
            fmt::join(files.begin(), files.end(), ", "));
   return 0;
 }

@@ -10,6 +10,15 @@
 //        └─┴────────┴──────────────┴──────┴──── epoch (fractional: step / steps_per_epoch)
 //          0    warmup_epochs      decay_epochs[0], [1], ...
 //
+// or, with end_epoch set, a straight line from the peak to 0 at the run's end:
+//
+//   peak ┤        ┌╲                          lr = peak · (end − epoch) / (end − warmup)
+//        │       ╱   ╲
+//        │     ╱       ╲                      the decay fits the run's length: a 3-epoch
+//   base ┤   ╱            ╲                   run decays over 3 epochs, a 30-epoch run over 30
+//        └─┴────────┴────────╲── epoch
+//          0    warmup_epochs  end_epoch
+//
 // Why warm up: at the start the weights change fastest, and a rate k times the
 // single-device one, applied to them at once, can throw the model off its
 // track in the first steps (the loss explodes, or BatchNorm's statistics run
@@ -30,6 +39,7 @@ struct LrSchedule {
   double warmup_epochs = 0.0;   // 0: start at the peak rate
   std::vector<double> decay_epochs;  // milestones, ascending
   double decay_factor = 0.1;
+  double end_epoch = 0.0;       // > 0: decay linearly from the peak (at warmup_epochs) to 0 here
 };
 
 // ---- ex6.1 ----------------------------------------------------------------------
@@ -40,7 +50,8 @@ struct LrSchedule {
 //   start  = min(base_lr, peak)  — the single-device rate; a batch no larger
 //            than base_batch has nothing to warm up to
 //   epoch < warmup_epochs:  start + (peak − start) · epoch / warmup_epochs
-//   afterwards:             peak
+//   afterwards:             peak, or with end_epoch > 0
+//                           peak · (end_epoch − epoch) / (end_epoch − warmup_epochs), 0 from end_epoch on
 //   then, at every milestone m ≤ epoch, times decay_factor.
 double learning_rate_at(const LrSchedule& schedule, double epoch);
 

@@ -1,5 +1,5 @@
 # programs.cmake — Chapter 6's programs tested as a user runs them:
-# bad input, the sweep, the bench, a dying rank.
+# bad input, the comparison, the steps-to-target sweep, the bench, a dying rank.
 # Included by tests/CMakeLists.txt (every tests/NN_name/programs.cmake is);
 # ${mpi2}, ${mpi3} and ${bad_data_dir} come from there.
 
@@ -13,16 +13,27 @@ if(TARGET ch06_train_solution)
                         "global batch 96 must split into 2 ranks x micro-batches of 32" ${mpi2} ${ch06} --batch 96 --micro-batch 32)
   workbook_expect_error(ch06_train_batch_above_data "solution;ch06" 2 "global batch 4096 is more than the 1000 training samples"
                         ${ch06} --batch 4096 --train-samples 1000)
-  workbook_expect_error(ch06_train_sweep_flags_alone "solution;ch06" 2 "--full, --batches and --methods go with --sweep"
-                        ${ch06} --full)
+  workbook_expect_error(ch06_train_full_alone "solution;ch06" 2 "--full goes with --compare" ${ch06} --full)
+  workbook_expect_error(ch06_train_batches_alone "solution;ch06" 2 "--batches and --methods go with --sweep or --compare"
+                        ${ch06} --batches 128)
+  workbook_expect_error(ch06_train_sweep_and_compare "solution;ch06" 2 "two different measurements"
+                        ${ch06} --sweep --compare)
+  workbook_expect_error(ch06_train_sweep_with_epochs "solution;ch06" 2 "--epochs, --lr, --decay and --warmup-epochs do not apply"
+                        ${ch06} --sweep --epochs 3)
+  workbook_expect_error(ch06_train_quick_alone "solution;ch06" 2 "--quick and --max-epochs go with --sweep"
+                        ${ch06} --compare --quick)
   workbook_expect_error(ch06_train_bad_sweep_method "solution;ch06" 2 "--methods: adam not in"
                         ${ch06} --sweep --methods lars,adam)
-  workbook_expect_error(ch06_train_sweep_with_batch "solution;ch06" 2 "--sweep sets the batch and the method"
+  workbook_expect_error(ch06_train_sweep_with_batch "solution;ch06" 2 "--sweep and --compare set the batch and the method"
                         ${ch06} --sweep --batch 512)
+  workbook_expect_error(ch06_train_warmup_past_end "solution;ch06" 2 "the decay ends at epoch 2, not after the warm-up's 3"
+                        ${ch06} --method lamb --batch 64 --epochs 2 --warmup-epochs 3 --train-samples 512 --test-samples 100)
   workbook_check_result_line(ch06_train_result_line "solution;ch06;mpi" ${mpi2} ${ch06}
                              --method lars --batch 64 --micro-batch 16 --epochs 2 --train-samples 512 --test-samples 1000 --threads 1)
+  workbook_check_result_line(ch06_train_compare_result_line "solution;ch06;mpi" ${mpi2} ${ch06}
+                             --compare --batches 32,64 --methods sgd,lamb --epochs 1 --train-samples 256 --test-samples 1000 --threads 1)
   workbook_check_result_line(ch06_train_sweep_result_line "solution;ch06;mpi" ${mpi2} ${ch06}
-                             --sweep --batches 32,64 --methods sgd,lamb --epochs 1 --train-samples 256 --test-samples 1000 --threads 1)
+                             --sweep --batches 32,64 --methods warmup --target 0.5 --max-epochs 2 --train-samples 1024 --test-samples 500 --threads 1)
   workbook_check_result_line(ch06_train_noise_scale "solution;ch06;mpi" ${mpi2} ${ch06}
                              --method lars --batch 64 --micro-batch 16 --epochs 1 --train-samples 512 --test-samples 1000 --threads 1
                              --noise-scale --momentum-correction)

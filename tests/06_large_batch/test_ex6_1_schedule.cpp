@@ -1,5 +1,5 @@
 // Tests for ex6.1: the learning rate at chosen points of a schedule, worked
-// out by hand from the rule (linear scaling, warm-up, step decay).
+// out by hand from the rule (linear scaling, warm-up, step or linear decay).
 #include "catch2_compat.hpp"
 
 #include "schedule.hpp"
@@ -74,4 +74,26 @@ TEST_CASE("ex6.1 a milestone inside the warm-up applies to the warm-up line too"
   CHECK(ch06::learning_rate_at(s, 1.0) == Approx(0.1 + 3.1 / 5).epsilon(1e-12));
   CHECK(ch06::learning_rate_at(s, 3.0) == Approx(0.1 * (0.1 + 3.1 * 3 / 5)).epsilon(1e-12));
   CHECK(ch06::learning_rate_at(s, 6.0) == Approx(0.32).epsilon(1e-12));
+}
+
+TEST_CASE("ex6.1 a linear decay from the end of the warm-up to zero at the run's end", "[ex6.1]") {
+  ch06::LrSchedule s;
+  s.base_lr = 0.1;
+  s.base_batch = 256;
+  s.global_batch = 1024;  // peak 0.4
+  s.warmup_epochs = 1;
+  s.end_epoch = 5;
+  CHECK(ch06::learning_rate_at(s, 0.0) == Approx(0.1).epsilon(1e-12));
+  CHECK(ch06::learning_rate_at(s, 0.5) == Approx(0.25).epsilon(1e-12));
+  INFO("the decay starts at the peak where the warm-up ends, and spans the 4 epochs left, not all 5");
+  CHECK(ch06::learning_rate_at(s, 1.0) == Approx(0.4).epsilon(1e-12));
+  CHECK(ch06::learning_rate_at(s, 2.0) == Approx(0.4 * 3 / 4).epsilon(1e-12));
+  CHECK(ch06::learning_rate_at(s, 4.5) == Approx(0.4 * 0.5 / 4).epsilon(1e-12));
+  INFO("0 at the end, and never below it");
+  CHECK(ch06::learning_rate_at(s, 5.0) == Approx(0.0).margin(1e-15));
+  CHECK(ch06::learning_rate_at(s, 6.0) == Approx(0.0).margin(1e-15));
+  INFO("without warm-up the line starts at the peak at epoch 0");
+  s.warmup_epochs = 0;
+  CHECK(ch06::learning_rate_at(s, 0.0) == Approx(0.4).epsilon(1e-12));
+  CHECK(ch06::learning_rate_at(s, 1.0) == Approx(0.32).epsilon(1e-12));
 }

@@ -1,0 +1,231 @@
+// steps_to_target.hpp — `ch06_train --sweep`: how many optimizer steps each
+// global batch needs to reach a target test accuracy, with its rate tuned,
+// and where doubling the batch stops halving them.
+//
+//   steps to target (log)
+//     │ ●                         perfect scaling: S ∝ 1/B (doubling the batch halves the steps)
+//     │   ●                       the model: S = S_min · (1 + B_crit / B)
+//     │     ●  ·                  (McCandlish et al. 2018, their Eq. 2.11)
+//     │       ●    ·  ·
+//     │          ●  ●  ●  ●  ← S_min: more batch buys no fewer steps
+//     └──────────┼──────────── global batch B (log)
+//              B_crit
+//
+// Note: [steps to target] Following Shallue et al. (2018, "Measuring the
+// Effects of Data Parallelism on Neural Network Training"): for every batch
+// and method, a run per rate of a small search, each from the same weights
+// and sample order, at a constant rate after a linear warm-up of
+// `warmup_steps` (no decay: a decay would tie the result to a step budget),
+// evaluated at steps that grow ×1.1 (steps 1, 2, …, 10, 11, 13, 15, …) on
+// the first --test-samples test samples, until an evaluation reaches the
+// target. The batch's result is its best rate's step count.
+//
+// Note: [the rate search] Doubling and halving from a starting rate: the
+// previous (half as large) batch's best rate scaled by the method's rule
+// (×2 for the linear rule, ×√2 for the square-root rule), or for the first
+// batch the method's own (base rate × (B / 256)^power, methods.hpp). Try it,
+// then twice it
+// (unless it diverged); keep doubling while the steps fall, else halve while
+// they fall; at most
+// `max_trials` rates per batch. A run stops as soon as it has taken more
+// steps than the best rate so far (it cannot win), diverges, or has seen
+// `max_epochs` epochs ("not reached").
+//
+// Note: [the noise scale's prediction] Every run on 2 or more ranks also
+// measures B_simple = tr Σ / |G|² (workbook/noise_scale.hpp) over its steps:
+// McCandlish et al.'s estimate of B_crit, the batch where the steps stop
+// halving. The sweep prints both: B_crit fitted to the measured steps and
+// B_simple measured from the gradients.
+#pragma once
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "accumulation.hpp"
+#include "ddp.hpp"  // Chapter 3's reference: broadcast_model, DistributedSampler, gather_batch, evaluate_distributed
+#include "methods.hpp"
+#include "optimizers.hpp"
+#include "workbook/communicator.hpp"
+#include "workbook/fashion_mnist.hpp"
+#include "workbook/noise_scale.hpp"
+#include "workbook/seeds.hpp"
+#include "workbook/timing.hpp"
+
+namespace ch06 {
+
+struct SweepSetup {
+  std::vector<int64_t> batches;
+  std::vector<Method> methods;
+  double target = 0.85;          // test accuracy on the first --test-samples test samples
+  double max_epochs = 20;        // a run's budget, in epochs of the training data
+  int64_t warmup_steps = 20;     // methods with warm-up: a linear ramp from 0 over these steps
+  int64_t micro_batch = 256;     // per rank and forward pass
+  int max_trials = 4;            // rates per batch and method
+  uint64_t seed = 0;
+};
+
+// One run: a batch, a method, a rate.
+struct RateTrial {
+  int64_t global_batch = 0;
+  std::string method;
+  double lr = 0.0;
+  std::optional<int64_t> steps_to_target;
+  std::string stopped;            // "target", "slower" (than a better rate), "budget", "diverged"
+  int64_t steps = 0;              // taken
+  double train_seconds = 0.0;     // training steps only (evaluations not counted), to the stop
+  double accuracy = 0.0;          // at the last evaluation
+  std::optional<double> b_simple; // over the run's steps; none on 1 rank or when not resolved
+};
+
+// The fit of S = S_min · (1 + B_crit / B) to the reached points: a straight
+// line in 1/B, S = S_min + (S_min · B_crit) · (1/B), least squares in steps
+// (not in log steps, whose fit weighs the few-step points as much as the rest).
+struct StepsModel {
+  double s_min = 0.0, b_crit = 0.0;
+  int points = 0;
+};
+
+inline std::optional<StepsModel> fit_steps_model(const std::vector<std::pair<int64_t, int64_t>>& batch_steps) {
+  if (batch_steps.size() < 2) return std::nullopt;
+  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const auto& [batch, steps] : batch_steps) {
+    const double x = 1.0 / static_cast<double>(batch), y = static_cast<double>(steps);
+    n += 1; sx += x; sy += y; sxx += x * x; sxy += x * y;
+  }
+  const double denominator = n * sxx - sx * sx;
+  if (denominator <= 0) return std::nullopt;
+  const double slope = (n * sxy - sx * sy) / denominator, intercept = (sy - slope * sx) / n;
+  if (intercept <= 0 || slope < 0) return std::nullopt;  // no plateau in the data: nothing to fit
+  return StepsModel{intercept, slope / intercept, static_cast<int>(n)};
+}
+
+// Trains one (batch, method, rate) until the target, the budget, divergence,
+// or `give_up_after` steps.
+inline RateTrial run_trial(int64_t global_batch, const Method& method, double lr, const SweepSetup& setup,
+                           std::optional<int64_t> give_up_after, const workbook::FashionMnist& data,
+                           workbook::Communicator& comm) {
+  const int ranks = comm.size();
+  const int64_t local_batch = global_batch / ranks;
+  const int64_t micro_batch = std::min(setup.micro_batch, local_batch);
+  torch::manual_seed(workbook::initial_weights_seed(setup.seed, comm.rank()));
+  auto model = std::make_shared<workbook::FashionCNN>();
+  model->to(comm.device());
+  ch03::broadcast_model(*model, comm, 0);
+  Method at_rate = method;
+  at_rate.base_lr = lr;
+  std::unique_ptr<torch::optim::Optimizer> optimizer = make_optimizer(at_rate, *model, /*momentum_correction=*/false);
+
+  // Through the aggregator: its observer sees each rank's own gradient, for the noise scale.
+  GradientAggregator aggregator(*model, *optimizer, comm, local_batch / micro_batch);
+  std::optional<workbook::NoiseScale> noise;
+  torch::Tensor local_squared;
+  if (ranks >= 2) {
+    noise.emplace(local_batch, global_batch);
+    aggregator.observe_local_gradients([&](workbook::Classifier& m) { local_squared = workbook::squared_gradient_norm(m); });
+  }
+
+  ch03::DistributedSampler sampler(data.train.size(), ranks, comm.rank(), /*shuffle=*/true, setup.seed);
+  const int64_t steps_per_epoch = sampler.num_samples() / local_batch;
+  const auto budget = static_cast<int64_t>(std::ceil(setup.max_epochs * static_cast<double>(steps_per_epoch)));
+  RateTrial trial{global_batch, method.name, lr};
+  int64_t next_evaluation = 1;
+  torch::Tensor indices;
+  workbook::Stopwatch clock(comm.device());
+  while (trial.stopped.empty()) {
+    const int64_t step = trial.steps;  // 0-based: the step about to be taken
+    if (step % steps_per_epoch == 0) {
+      sampler.set_epoch(step / steps_per_epoch + 1);
+      indices = sampler.indices();
+    }
+    const double warmup = method.warmup ? std::min(1.0, static_cast<double>(step + 1) / static_cast<double>(setup.warmup_steps)) : 1.0;
+    set_learning_rate(*optimizer, lr * warmup);
+    const ch03::Batch batch = ch03::gather_batch(data.train.images, data.train.labels, indices,
+                                                 (step % steps_per_epoch) * local_batch, local_batch);
+    clock.start();
+    for (const ch03::Batch& micro : split_batch(batch, micro_batch)) aggregator.add(micro);
+    trial.train_seconds += clock.stop();
+    if (noise) noise->add(local_squared, workbook::squared_gradient_norm(*model));
+    ++trial.steps;
+    if (trial.steps < next_evaluation && trial.steps < budget) continue;
+    next_evaluation = std::max(next_evaluation + 1, static_cast<int64_t>(std::ceil(static_cast<double>(next_evaluation) * 1.1)));
+    // Every rank's loss: the same verdict on every rank.
+    torch::Tensor loss = aggregator.last_loss().detach().to(torch::kFloat64).reshape({1});
+    comm.all_reduce(loss, workbook::ReduceOp::Sum);
+    if (!std::isfinite(loss.item<double>())) {
+      trial.stopped = "diverged";
+      break;
+    }
+    trial.accuracy = ch03::evaluate_distributed(*model, data.test.images, data.test.labels, 1000, comm).accuracy();
+    if (trial.accuracy >= setup.target) {
+      trial.stopped = "target";
+      trial.steps_to_target = trial.steps;
+    } else if (give_up_after && trial.steps >= *give_up_after) {
+      trial.stopped = "slower";
+    } else if (trial.steps >= budget) {
+      trial.stopped = "budget";
+    }
+  }
+  if (noise) {
+    const workbook::NoiseScaleEstimate e = noise->estimate(comm);
+    if (e.resolved()) trial.b_simple = e.b_simple;
+  }
+  return trial;
+}
+
+// Fewer steps to the target is better; a run that never reached it is worse
+// than any that did.
+inline double cost(const RateTrial& t) {
+  return t.steps_to_target ? static_cast<double>(*t.steps_to_target) : std::numeric_limits<double>::infinity();
+}
+
+// The rate search of one batch and method (Note [the rate search]); `report`
+// is called after every run. Returns every run, the best first.
+template <typename Report>
+std::vector<RateTrial> tune_rate(int64_t global_batch, const Method& method, std::optional<RateTrial> previous_best,
+                                 const SweepSetup& setup, const workbook::FashionMnist& data,
+                                 workbook::Communicator& comm, Report&& report) {
+  std::vector<RateTrial> trials;
+  std::optional<int64_t> best_steps;
+  auto run = [&](double lr) {
+    trials.push_back(run_trial(global_batch, method, lr, setup, best_steps, data, comm));
+    report(trials.back());
+    if (trials.back().steps_to_target && (!best_steps || *trials.back().steps_to_target < *best_steps))
+      best_steps = trials.back().steps_to_target;
+    return cost(trials.back());
+  };
+  const bool from_previous = previous_best && previous_best->steps_to_target;
+  const double scaled =
+      from_previous
+          ? previous_best->lr * std::pow(static_cast<double>(global_batch) / static_cast<double>(previous_best->global_batch),
+                                         method.scaling_power)
+          : method.base_lr * std::pow(static_cast<double>(global_batch) / kBaseBatch, method.scaling_power);
+  const double first = run(scaled);
+  // Up while doubling helps (or while neither run reached the target and
+  // neither diverged: the rate is too small to get there in the budget), else
+  // down from the start. A start that diverged goes down at once.
+  bool up = false;
+  double best = first;
+  if (trials.back().stopped != "diverged") {
+    const double doubled = run(2 * scaled);
+    up = doubled < first || (std::isinf(first) && std::isinf(doubled) && trials.back().stopped != "diverged");
+    best = std::min(first, doubled);
+  }
+  const double factor = up ? 2.0 : 0.5;
+  double lr = up ? 2 * scaled : scaled;
+  while (static_cast<int>(trials.size()) < setup.max_trials) {
+    lr *= factor;
+    const double steps = run(lr);
+    if (!(steps < best) && !std::isinf(best)) break;  // past the best rate
+    best = std::min(best, steps);
+  }
+  std::stable_sort(trials.begin(), trials.end(), [](const RateTrial& a, const RateTrial& b) { return cost(a) < cost(b); });
+  return trials;
+}
+
+}  // namespace ch06
