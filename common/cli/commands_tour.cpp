@@ -5,15 +5,15 @@
 // Every configuration is one run of the program (under mpiexec when ranks >
 // 1); "bandwidth" adds a run of a collective benchmark (ch04_bench) whose
 // busbw at the largest size becomes the row's last column;
-// "speed_check_args" (ch01's) reruns the baseline briefly at the end, to see
-// whether the machine's speed held.
+// "speed_check_args" (ch01's) runs the baseline briefly before the first row
+// and again after the last, to see whether the machine's speed held.
 //
 // Written as the runs finish, so an interrupted tour keeps what it measured:
 //   tour.jsonl  {"type": "tour_header"}, then per configuration its
 //               "tour_epoch" lines (loss and accuracy per epoch), its
 //               "bench_bandwidth" lines (busbw per size), and its "tour" row
 //               ("ok": false and "error" when it failed); at the end a
-//               "tour_speed_check" line (ch01's speed at the start and end)
+//               "tour_speed_check" line (the brief ch01 run's speed before and after)
 //   tour.csv    the rows of the table
 // The table itself is tour_table.cpp's, printed from the "tour" lines.
 #include <signal.h>
@@ -275,8 +275,26 @@ int cmd_tour(bool full, bool smoke, const std::optional<std::string>& json_file,
   std::vector<TourTableRow> table;
   int failures = 0;
   std::optional<double> baseline_rate;  // the single-device row's samples/s
-  std::optional<std::vector<std::string>> speed_check;  // the baseline's brief rerun
   const auto tour_start = std::chrono::steady_clock::now();
+  // Note: [one run per row] Each row is a single run, and a 2-core machine's
+  // speed moves with whatever else runs on it: rows measured minutes apart
+  // compare only while the speed holds. A brief run of the baseline before
+  // the first row and the same run after the last tell whether it held: the
+  // same command twice, both warm. (Compared with the first row itself, the
+  // check said "something else was running" on a quiet machine: the first
+  // process of a tour runs up to a fifth slower, cold.)
+  std::optional<std::vector<std::string>> speed_check;  // the baseline's brief run
+  std::optional<double> speed_at_start;
+  for (const Chapter& c : chapters)
+    for (const TourEntry& entry : c.tour)
+      if (c.id == "ch01" && entry.speed_check_args && !speed_check)
+        speed_check = program_argv(entry.run, *entry.speed_check_args);
+  if (speed_check) {
+    fmt::print("\nch01 speed check, before the first row: {}\n", shown_command(*speed_check));
+    std::fflush(stdout);
+    const RunOutcome check = run_for_result(*speed_check, /*passthrough=*/false, 600, 1);
+    if (check.ok && check.result.value("samples_per_s", 0.0) > 0) speed_at_start = check.result.value("samples_per_s", 0.0);
+  }
   int index = 0;
   TourCluster cluster;               // Note: [the tour's emulated nodes]
   std::vector<std::string> skipped;  // rows on emulated nodes the machine could not give
@@ -311,10 +329,7 @@ int cmd_tour(bool full, bool smoke, const std::optional<std::string>& json_file,
       if (row.outcome.ok) {
         const nlohmann::json& res = row.outcome.result;
         const double rate = res.value("samples_per_s", 0.0);
-        if (c.id == "ch01" && rate > 0) {
-          baseline_rate = rate;
-          if (entry.speed_check_args) speed_check = program_argv(entry.run, *entry.speed_check_args);
-        }
+        if (c.id == "ch01" && rate > 0) baseline_rate = rate;
         // A diverged ch06 run stops early: its time is that of the epochs it trained.
         row.time_s = res.value("epoch_s", 0.0) * res.value("epochs_trained", res.value("epochs", 1));
         if (baseline_rate) row.speedup = rate / *baseline_rate;
@@ -337,31 +352,30 @@ int cmd_tour(bool full, bool smoke, const std::optional<std::string>& json_file,
     }
   }
 
-  // Note: [one run per row] Each row is a single run, and a 2-core machine's
-  // speed moves with whatever else runs on it: rows measured minutes apart
-  // compare only while the speed holds. The baseline runs again, briefly, at
-  // the end; when the two disagree the speedups are flagged, not trusted.
   std::string speed_line;
-  if (speed_check && baseline_rate) {
-    fmt::print("\nch01 speed check: {}\n", shown_command(*speed_check));
+  if (speed_check && speed_at_start) {
+    fmt::print("\nch01 speed check, after the last row: {}\n", shown_command(*speed_check));
     std::fflush(stdout);
     const RunOutcome check = run_for_result(*speed_check, /*passthrough=*/false, 600, 1);
     const double again = check.ok ? check.result.value("samples_per_s", 0.0) : 0.0;
     if (again > 0) {
-      const double change = again / *baseline_rate - 1.0;
-      speed_line = fmt::format("speed check: ch01 ran at {:.1f} samples/s at the start and {:.1f} at the end ({:+.0f}%).",
-                               *baseline_rate, again, 100.0 * change);
+      const double change = again / *speed_at_start - 1.0;
+      speed_line = fmt::format("speed check: a brief ch01 run trained {:.1f} samples/s before the first row and {:.1f} "
+                               "after the last ({:+.0f}%).",
+                               *speed_at_start, again, 100.0 * change);
       if (std::abs(change) > 0.15)
         speed_line += "\nwarning: the machine's speed changed during the tour (something else was running?): the "
                       "speedups are unreliable. Run it again on a quiet machine, or compare with `workbook bench "
                       "chNN`, which interleaves what it compares.";
-      json << nlohmann::json({{"type", "tour_speed_check"}, {"samples_per_s_start", *baseline_rate},
+      json << nlohmann::json({{"type", "tour_speed_check"}, {"samples_per_s_start", *speed_at_start},
                               {"samples_per_s_end", again}, {"change", change}})
                   .dump()
            << "\n";
     } else {
       speed_line = "speed check: the rerun of ch01 failed: " + check.error;
     }
+  } else if (speed_check) {
+    speed_line = "speed check: the brief ch01 run before the first row failed, so nothing was compared.";
   }
 
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - tour_start).count();
