@@ -30,8 +30,9 @@
 // (unless it diverged); keep doubling while the steps fall, else halve while
 // they fall; at most
 // `max_trials` rates per batch. A run stops as soon as it has taken more
-// steps than the best rate so far (it cannot win), diverges, or has seen
-// `max_epochs` epochs ("not reached").
+// steps than the best rate so far (it cannot win) or twice the previous
+// batch's best ("slower"), diverges, or has seen `max_epochs` epochs
+// ("budget").
 //
 // Note: [the noise scale's prediction] Every run on 2 or more ranks also
 // measures B_simple = tr Σ / |G|² (workbook/noise_scale.hpp) over its steps:
@@ -179,9 +180,13 @@ inline RateTrial run_trial(int64_t global_batch, const Method& method, double lr
 }
 
 // Fewer steps to the target is better; a run that never reached it is worse
-// than any that did.
-inline double cost(const RateTrial& t) {
-  return t.steps_to_target ? static_cast<double>(*t.steps_to_target) : std::numeric_limits<double>::infinity();
+// than any that did, and of two that did not, the one that ended at the
+// higher accuracy is nearer (a rate so high that the model collapsed to
+// chance is the worst of all, though its loss stayed finite).
+inline bool better(const RateTrial& a, const RateTrial& b) {
+  if (a.steps_to_target && b.steps_to_target) return *a.steps_to_target < *b.steps_to_target;
+  if (a.steps_to_target || b.steps_to_target) return a.steps_to_target.has_value();
+  return a.accuracy > b.accuracy && a.stopped != "diverged";
 }
 
 // The rate search of one batch and method (Note [the rate search]); `report`
@@ -192,12 +197,20 @@ std::vector<RateTrial> tune_rate(int64_t global_batch, const Method& method, std
                                  workbook::Communicator& comm, Report&& report) {
   std::vector<RateTrial> trials;
   std::optional<int64_t> best_steps;
-  auto run = [&](double lr) {
-    trials.push_back(run_trial(global_batch, method, lr, setup, best_steps, data, comm));
+  // A larger batch needs no more steps than a smaller one, each with
+  // its rate tuned: a run past twice the previous batch's count is not
+  // going to be this batch's best (the factor 2 leaves room for the noise).
+  const std::optional<int64_t> ceiling =
+      previous_best && previous_best->steps_to_target ? std::optional<int64_t>(2 * *previous_best->steps_to_target)
+                                                      : std::nullopt;
+  auto run = [&](double lr) -> const RateTrial& {
+    std::optional<int64_t> give_up_after = best_steps;
+    if (ceiling && (!give_up_after || *ceiling < *give_up_after)) give_up_after = ceiling;
+    trials.push_back(run_trial(global_batch, method, lr, setup, give_up_after, data, comm));
     report(trials.back());
     if (trials.back().steps_to_target && (!best_steps || *trials.back().steps_to_target < *best_steps))
       best_steps = trials.back().steps_to_target;
-    return cost(trials.back());
+    return trials.back();
   };
   const bool from_previous = previous_best && previous_best->steps_to_target;
   const double scaled =
@@ -205,26 +218,24 @@ std::vector<RateTrial> tune_rate(int64_t global_batch, const Method& method, std
           ? previous_best->lr * std::pow(static_cast<double>(global_batch) / static_cast<double>(previous_best->global_batch),
                                          method.scaling_power)
           : method.base_lr * std::pow(static_cast<double>(global_batch) / kBaseBatch, method.scaling_power);
-  const double first = run(scaled);
-  // Up while doubling helps (or while neither run reached the target and
-  // neither diverged: the rate is too small to get there in the budget), else
-  // down from the start. A start that diverged goes down at once.
+  RateTrial best = run(scaled);
+  // Up while doubling helps, else down from the start. A start that
+  // diverged goes down at once.
   bool up = false;
-  double best = first;
-  if (trials.back().stopped != "diverged") {
-    const double doubled = run(2 * scaled);
-    up = doubled < first || (std::isinf(first) && std::isinf(doubled) && trials.back().stopped != "diverged");
-    best = std::min(first, doubled);
+  if (best.stopped != "diverged") {
+    const RateTrial doubled = run(2 * scaled);
+    up = better(doubled, best);
+    if (up) best = doubled;
   }
   const double factor = up ? 2.0 : 0.5;
   double lr = up ? 2 * scaled : scaled;
   while (static_cast<int>(trials.size()) < setup.max_trials) {
     lr *= factor;
-    const double steps = run(lr);
-    if (!(steps < best) && !std::isinf(best)) break;  // past the best rate
-    best = std::min(best, steps);
+    const RateTrial next = run(lr);
+    if (!better(next, best)) break;  // past the best rate
+    best = next;
   }
-  std::stable_sort(trials.begin(), trials.end(), [](const RateTrial& a, const RateTrial& b) { return cost(a) < cost(b); });
+  std::stable_sort(trials.begin(), trials.end(), [](const RateTrial& a, const RateTrial& b) { return better(a, b); });
   return trials;
 }
 
