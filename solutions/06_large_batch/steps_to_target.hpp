@@ -27,12 +27,13 @@
 // (×2 for the linear rule, ×√2 for the square-root rule), or for the first
 // batch the method's own (base rate × (B / 256)^power, methods.hpp). Try it,
 // then twice it
-// (unless it diverged); keep doubling while the steps fall, else halve while
+// (unless it diverged or collapsed); keep doubling while the steps fall, else halve while
 // they fall; at most
 // `max_trials` rates per batch. A run stops as soon as it has taken more
 // steps than the best rate so far (it cannot win) or twice the previous
 // batch's best ("slower"), diverges, or has seen `max_epochs` epochs
-// ("budget").
+// ("budget"); one that ends at chance accuracy has "collapsed". A start that
+// diverged or collapsed is not doubled.
 //
 // Note: [the noise scale's prediction] Every run on 2 or more ranks also
 // measures B_simple = tr Σ / |G|² (workbook/noise_scale.hpp) over its steps:
@@ -78,7 +79,7 @@ struct RateTrial {
   std::string method;
   double lr = 0.0;
   std::optional<int64_t> steps_to_target;
-  std::string stopped;            // "target", "slower" (than a better rate), "budget", "diverged"
+  std::string stopped;            // "target", "slower" (than a better rate), "budget", "diverged", "collapsed"
   int64_t steps = 0;              // taken
   double train_seconds = 0.0;     // training steps only (evaluations not counted), to the stop
   double accuracy = 0.0;          // at the last evaluation
@@ -172,6 +173,9 @@ inline RateTrial run_trial(int64_t global_batch, const Method& method, double lr
       trial.stopped = "budget";
     }
   }
+  // A model at chance (10 classes) has collapsed, even if its loss stayed
+  // finite: a rate too high, as much as one that diverged.
+  if (trial.stopped != "target" && trial.stopped != "diverged" && trial.accuracy < 0.15) trial.stopped = "collapsed";
   if (noise) {
     const workbook::NoiseScaleEstimate e = noise->estimate(comm);
     if (e.resolved()) trial.b_simple = e.b_simple;
@@ -186,7 +190,7 @@ inline RateTrial run_trial(int64_t global_batch, const Method& method, double lr
 inline bool better(const RateTrial& a, const RateTrial& b) {
   if (a.steps_to_target && b.steps_to_target) return *a.steps_to_target < *b.steps_to_target;
   if (a.steps_to_target || b.steps_to_target) return a.steps_to_target.has_value();
-  return a.accuracy > b.accuracy && a.stopped != "diverged";
+  return a.accuracy > b.accuracy && a.stopped != "diverged" && a.stopped != "collapsed";
 }
 
 // The rate search of one batch and method (Note [the rate search]); `report`
@@ -220,9 +224,9 @@ std::vector<RateTrial> tune_rate(int64_t global_batch, const Method& method, std
           : method.base_lr * std::pow(static_cast<double>(global_batch) / kBaseBatch, method.scaling_power);
   RateTrial best = run(scaled);
   // Up while doubling helps, else down from the start. A start that
-  // diverged goes down at once.
+  // diverged or collapsed goes down at once.
   bool up = false;
-  if (best.stopped != "diverged") {
+  if (best.stopped != "diverged" && best.stopped != "collapsed") {
     const RateTrial doubled = run(2 * scaled);
     up = better(doubled, best);
     if (up) best = doubled;
