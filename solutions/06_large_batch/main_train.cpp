@@ -226,7 +226,7 @@ int run_sweep(workbook::Program& program, const ch06::SweepSetup& sweep) {
               sweep.target, data.test.size(), fmt::join(sweep.batches, ", "),
               fmt::join(sweep.methods | std::views::transform(&Method::name), ", "), sweep.max_trials,
               sweep.max_epochs, data.train.size(), ranks, program.flags().threads);
-  workbook::Table trials({{"batch", 6}, {"method", 7}, {"lr", 9}, {"steps", 6}, {"stopped", 8}, {"test_acc", 8},
+  workbook::Table trials({{"batch", 6}, {"method", 7}, {"lr", 9}, {"steps", 6}, {"stopped", 9}, {"test_acc", 8},
                           {"train_s", 8}, {"B_simple", 8}});
   if (leader) fmt::print("{}\n", trials.header());
   auto report = [&](const ch06::RateTrial& t) {
@@ -261,8 +261,9 @@ int run_sweep(workbook::Program& program, const ch06::SweepSetup& sweep) {
 
   // The summary: a row per batch and method, its best rate's run.
   if (leader) {
-    fmt::print("\nsteps to test accuracy {:.2f}: each batch's best rate; x: the steps against the previous batch's "
-               "(0.50 = doubling the batch halved them); time: training only, {} rank(s)\n",
+    fmt::print("\nsteps to test accuracy {:.2f}: each batch's best rate; x: the steps over the previous batch's "
+               "(perfect scaling: the previous batch over this one, 0.50 for a doubling); time: training only, {} "
+               "rank(s)\n",
                sweep.target, ranks);
     workbook::Table summary({{"batch", 6}, {"method", 7}, {"best_lr", 9}, {"steps", 6}, {"x", 5}, {"samples", 9},
                              {"time_s", 7}, {"B_simple", 8}});

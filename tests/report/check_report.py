@@ -15,6 +15,7 @@ EXPECTED = {  # plot -> the least number of series the fixture's lines make
     "busbw.png": 4,  # shared memory and 2 emulated nodes, ring and library
     "accuracy.png": 2,
     "loss.png": 3,
+    "steps.png": 1,  # ch06_train --sweep: the measured steps (perfect scaling and the fit are drawn as functions)
 }
 
 
