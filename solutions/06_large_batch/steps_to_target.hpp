@@ -18,12 +18,12 @@
 // result to a step budget, and no warm-up, whose length in steps would put a
 // floor under every batch's count (a 20-step warm-up was half of a large
 // batch's steps to 0.80). Evaluated at steps that grow ×1.1 (steps 1, 2, …,
-// 10, 11, 13, 15, …) on
-// the first --test-samples test samples, until an evaluation reaches the
-// target. The batch's result is its best rate's step count.
+// 10, 11, 13, 15, …) on the first --test-samples test samples, until two
+// evaluations in a row reach the target (Note [twice at the target]). The
+// batch's result is its best rate's step count.
 //
 // Note: [the rate search] Doubling and halving from a starting rate: the
-// previous (half as large) batch's best rate scaled by the method's rule
+// previous (smaller) batch's best rate scaled by the method's rule
 // (×2 for the linear rule, ×√2 for the square-root rule), or for the first
 // batch the method's own (base rate × (B / 256)^power, methods.hpp). Try it,
 // then twice it
@@ -138,6 +138,7 @@ inline RateTrial run_trial(int64_t global_batch, const Method& method, double lr
   const auto budget = static_cast<int64_t>(std::ceil(setup.max_epochs * static_cast<double>(steps_per_epoch)));
   RateTrial trial{global_batch, method.name, lr};
   int64_t next_evaluation = 1;
+  std::optional<int64_t> reached_at;  // the step of an evaluation at the target not yet confirmed
   torch::Tensor indices;
   workbook::Stopwatch clock(comm.device());
   while (trial.stopped.empty()) {
@@ -164,9 +165,19 @@ inline RateTrial run_trial(int64_t global_batch, const Method& method, double lr
       break;
     }
     trial.accuracy = ch03::evaluate_distributed(*model, data.test.images, data.test.labels, 1000, comm).accuracy();
-    if (trial.accuracy >= setup.target) {
+    // Note: [twice at the target] One evaluation on 2,000 samples has a
+    // standard error of 0.8 points near 0.85: a run that crosses the
+    // target once by luck would count as there early. The target counts as
+    // reached at the first of two evaluations in a row at or above it.
+    if (trial.accuracy < setup.target) {
+      reached_at.reset();
+    } else if (!reached_at) {
+      reached_at = trial.steps;
+      if (trial.steps < budget) continue;  // the next evaluation confirms it
+    }
+    if (reached_at && trial.accuracy >= setup.target) {
       trial.stopped = "target";
-      trial.steps_to_target = trial.steps;
+      trial.steps_to_target = *reached_at;
     } else if (give_up_after && trial.steps >= *give_up_after) {
       trial.stopped = "slower";
     } else if (trial.steps >= budget) {
