@@ -226,6 +226,7 @@ int run_sweep(workbook::Program& program, const ch06::SweepSetup& sweep) {
               sweep.target, data.test.size(), fmt::join(sweep.batches, ", "),
               fmt::join(sweep.methods | std::views::transform(&Method::name), ", "), sweep.max_trials,
               sweep.max_epochs, data.train.size(), ranks, program.flags().threads);
+  // steps: to the target when it was reached, else those taken before the run stopped.
   workbook::Table trials({{"batch", 6}, {"method", 7}, {"lr", 9}, {"steps", 6}, {"stopped", 9}, {"test_acc", 8},
                           {"train_s", 8}, {"B_simple", 8}});
   if (leader) fmt::print("{}\n", trials.header());
@@ -233,12 +234,14 @@ int run_sweep(workbook::Program& program, const ch06::SweepSetup& sweep) {
     const std::string b_simple = t.b_simple ? fmt::format("{:.0f}", *t.b_simple) : "-";
     if (leader) {
       fmt::print("{}\n", trials.row({fmt::format("{}", t.global_batch), t.method, fmt::format("{:.4g}", t.lr),
-                                     fmt::format("{}", t.steps), t.stopped, fmt::format("{:.4f}", t.accuracy),
+                                     fmt::format("{}", t.steps_to_target.value_or(t.steps)), t.stopped,
+                                     fmt::format("{:.4f}", t.accuracy),
                                      fmt::format("{:.1f}", t.train_seconds), b_simple}));
       std::fflush(stdout);
     }
     json.write({{"type", "sweep_trial"}, {"chapter", "ch06"}, {"global_batch", t.global_batch}, {"method", t.method},
                 {"lr", t.lr}, {"steps", t.steps}, {"stopped", t.stopped}, {"test_accuracy", t.accuracy},
+                {"steps_to_target", t.steps_to_target ? nlohmann::json(*t.steps_to_target) : nlohmann::json(nullptr)},
                 {"train_s", t.train_seconds},
                 {"b_simple", t.b_simple ? nlohmann::json(*t.b_simple) : nlohmann::json(nullptr)}});
   };
