@@ -30,7 +30,6 @@
 #include <cmath>
 #include <numeric>
 #include <optional>
-#include <ranges>
 
 #include "accumulation.hpp"
 #include "ddp.hpp"  // Chapter 3's reference: broadcast_model, DistributedSampler, gather_batch, evaluate_distributed
@@ -221,10 +220,12 @@ int run_sweep(workbook::Program& program, const ch06::SweepSetup& sweep) {
     WB_CHECK(b <= data.train.size(), "global batch {} is more than the {} training samples", b, data.train.size());
   workbook::JsonLines& json = program.json();
   const bool leader = program.leader();
+  std::vector<std::string> method_names;
+  for (const Method& m : sweep.methods) method_names.push_back(m.name);
   program.say("ch06_train --sweep: steps to test accuracy {:.2f} (first {} test samples) at global batches {}, "
               "methods {}; up to {} rates each, at most {} epochs of {} samples per run; {} rank(s), {} thread(s) each",
               sweep.target, data.test.size(), fmt::join(sweep.batches, ", "),
-              fmt::join(sweep.methods | std::views::transform(&Method::name), ", "), sweep.max_trials,
+              fmt::join(method_names, ", "), sweep.max_trials,
               sweep.max_epochs, data.train.size(), ranks, program.flags().threads);
   // steps: to the target when it was reached, else those taken before the run stopped.
   workbook::Table trials({{"batch", 6}, {"method", 7}, {"lr", 9}, {"steps", 6}, {"stopped", 9}, {"test_acc", 8},

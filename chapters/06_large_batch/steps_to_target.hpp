@@ -136,7 +136,10 @@ inline RateTrial run_trial(int64_t global_batch, const Method& method, double lr
   ch03::DistributedSampler sampler(data.train.size(), ranks, comm.rank(), /*shuffle=*/true, setup.seed);
   const int64_t steps_per_epoch = sampler.num_samples() / local_batch;
   const auto budget = static_cast<int64_t>(std::ceil(setup.max_epochs * static_cast<double>(steps_per_epoch)));
-  RateTrial trial{global_batch, method.name, lr};
+  RateTrial trial;
+  trial.global_batch = global_batch;
+  trial.method = method.name;
+  trial.lr = lr;
   int64_t next_evaluation = 1;
   std::optional<int64_t> reached_at;  // the step of an evaluation at the target not yet confirmed
   torch::Tensor indices;
