@@ -203,17 +203,22 @@ Outcome train_config(const Config& config, const Setup& setup, const workbook::F
   return outcome;
 }
 
+// Every global batch is checked before the first run trains: a sweep must
+// not fail hours in.
+void check_batch_splits(int64_t global_batch, int ranks, int64_t micro_batch) {
+  WB_CHECK(global_batch % ranks == 0, "global batch {} must divide evenly among the {} ranks", global_batch, ranks);
+  const int64_t local_batch = global_batch / ranks;
+  WB_CHECK(local_batch % std::min(micro_batch, local_batch) == 0,
+           "global batch {} must split into {} ranks x micro-batches of {} (--micro-batch): use a multiple of {}",
+           global_batch, ranks, micro_batch, ranks * micro_batch);
+}
+
 // --sweep: steps to the target at every batch, each batch's rate tuned
 // (steps_to_target.hpp), then the model S = S_min · (1 + B_crit / B) fitted
 // to them beside the noise scale B_simple measured from the gradients.
 int run_sweep(workbook::Program& program, const ch06::SweepSetup& sweep) {
   const int ranks = program.ranks();
-  for (const int64_t b : sweep.batches) {
-    WB_CHECK(b % ranks == 0, "global batch {} must divide evenly among the {} ranks", b, ranks);
-    WB_CHECK((b / ranks) % std::min(sweep.micro_batch, b / ranks) == 0,
-             "global batch {} must split into {} ranks x micro-batches of {} (--micro-batch): use a multiple of {}", b,
-             ranks, sweep.micro_batch, ranks * sweep.micro_batch);
-  }
+  for (const int64_t b : sweep.batches) check_batch_splits(b, ranks, sweep.micro_batch);
   workbook::Communicator& comm = program.connect();
   const workbook::FashionMnist data = program.load_data();
   for (const int64_t b : sweep.batches)
@@ -451,14 +456,7 @@ int train(workbook::Program& program) {
            "--noise-scale compares each rank's gradient with the average over ranks: run 2 or more ranks");
   WB_CHECK(!configs.empty(), "nothing to train: --batches and --methods name no configuration");
   for (const Config& c : configs) {
-    // Every configuration is checked before the first trains: a sweep must
-    // not fail hours in.
-    WB_CHECK(c.global_batch % ranks == 0, "global batch {} must divide evenly among the {} ranks", c.global_batch,
-             ranks);
-    const int64_t local_batch = c.global_batch / ranks;
-    WB_CHECK(local_batch % std::min(setup.micro_batch, local_batch) == 0,
-             "global batch {} must split into {} ranks x micro-batches of {} (--micro-batch): use a multiple of {}",
-             c.global_batch, ranks, setup.micro_batch, ranks * setup.micro_batch);
+    check_batch_splits(c.global_batch, ranks, setup.micro_batch);
     ch06::peak_learning_rate(schedule_for(c, setup));  // checks the schedule (a warm-up past the decay's end)
   }
 
