@@ -23,13 +23,15 @@ std::string dtype_name(torch::ScalarType dtype) {
     case torch::kInt32: return "int32";
     case torch::kInt64: return "int64";
     case torch::kUInt8: return "uint8";
+    case torch::kFloat16: return "float16";
+    case torch::kBFloat16: return "bfloat16";
     default: return c10::toString(dtype);
   }
 }
 
 bool supported(torch::ScalarType dtype) {
   return dtype == torch::kFloat32 || dtype == torch::kFloat64 || dtype == torch::kInt32 || dtype == torch::kInt64 ||
-         dtype == torch::kUInt8;
+         dtype == torch::kUInt8 || dtype == torch::kFloat16 || dtype == torch::kBFloat16;
 }
 
 // "float32 x 1475338, average" / "float32 x 10, root 0" / "int64 x 3, to rank 1"
@@ -65,6 +67,10 @@ int64_t CommStats::collectives() const {
 
 int64_t CommStats::elements_sent() const {
   return elements[static_cast<int>(CommOp::Send)] + elements[static_cast<int>(CommOp::Exchange)];
+}
+
+int64_t CommStats::bytes_sent() const {
+  return bytes[static_cast<int>(CommOp::Send)] + bytes[static_cast<int>(CommOp::Exchange)];
 }
 
 PendingExchange& PendingExchange::operator=(PendingExchange&& other) noexcept {
@@ -133,7 +139,7 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key, const std:
 void Communicator::check_tensor(const torch::Tensor& tensor, CommOp op, const char* role) const {
   WB_ASSERT(tensor.defined(), "{}: the {} tensor is undefined", op_name(op), role);
   WB_ASSERT(tensor.is_contiguous(), "{}: the {} tensor must be contiguous (call .contiguous())", op_name(op), role);
-  WB_ASSERT(supported(tensor.scalar_type()), "{}: dtype {} is not supported (float32, float64, int32, int64, uint8)",
+  WB_ASSERT(supported(tensor.scalar_type()), "{}: dtype {} is not supported (float32, float64, float16, bfloat16, int32, int64, uint8)",
             op_name(op), dtype_name(tensor.scalar_type()));
   WB_ASSERT(tensor.device() == device(), "{}: the {} tensor is on {}, but this {} communicator works on {}",
             op_name(op), role, tensor.device().str(), backend() == Backend::Mpi ? "MPI" : "NCCL", device().str());
@@ -156,6 +162,7 @@ std::unique_ptr<Communicator::Call> Communicator::begin(CommOp op, const torch::
   ++sequence_;
   stats_.calls[static_cast<int>(op)] += 1;
   stats_.elements[static_cast<int>(op)] += count;
+  if (tensor) stats_.bytes[static_cast<int>(op)] += count * static_cast<int64_t>(tensor->element_size());
   const std::string args = arguments(op, dtype, count, peer, reduce);
   const std::string what = fmt::format("{} #{} ({})", op_name(op), sequence_, args);
   auto scope = std::unique_ptr<Call>(

@@ -40,6 +40,8 @@ ncclDataType_t nccl_type(torch::ScalarType dtype) {
     case torch::kInt32: return ncclInt32;
     case torch::kInt64: return ncclInt64;
     case torch::kUInt8: return ncclUint8;
+    case torch::kFloat16: return ncclFloat16;
+    case torch::kBFloat16: return ncclBfloat16;
     default: throw InternalError(fmt::format("no NCCL type for {}", c10::toString(dtype)));
   }
 }

@@ -49,11 +49,13 @@ class CommunicationError : public std::runtime_error {
 struct CommStats {
   std::array<int64_t, kCommOpCount> calls{};
   std::array<int64_t, kCommOpCount> elements{};
+  std::array<int64_t, kCommOpCount> bytes{};  // the elements times their size: 2 each in 16 bits
   int64_t count(CommOp op) const { return calls[static_cast<int>(op)]; }
   int64_t collectives() const;  // every call but send, recv and exchange
   // Elements this rank sent point to point (send and exchange): what a
   // collective built from them, like Chapter 4's ring, puts on the wire.
   int64_t elements_sent() const;
+  int64_t bytes_sent() const;  // the same, in bytes
   // The most exchanges this rank had started and not yet waited for, at
   // once: 2 or more when a chunked ring has the next chunk on its way while
   // it adds the last (Chapter 4's tests look).
@@ -85,8 +87,9 @@ class PendingExchange {
 //   order, with the same dtype and element count (and root). Counts are
 //   elements, never bytes.
 // - Tensors are contiguous, on the backend's device (CPU for MPI; this rank's
-//   GPU for NCCL), float32, float64, int32, int64 or uint8. Average needs a
-//   floating-point dtype.
+//   GPU for NCCL), float32, float64, float16, bfloat16, int32, int64 or
+//   uint8. Average needs a floating-point dtype. A 16-bit sum rounds each
+//   addition to 16 bits (Note [16-bit sums over MPI]).
 // - Calls return when the operation is complete for this rank: the result is
 //   in the tensor (on NCCL, the host waits for the GPU stream).
 // - Each Communicator has its own MPI communicator (a duplicate of the

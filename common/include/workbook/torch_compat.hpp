@@ -66,6 +66,17 @@ inline int64_t cuda_peak_allocated_bytes(int device_index) {
   const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(device_index));
   return stats.allocated_bytes[kAggregate].peak;
 }
+
+// The bytes the allocator's blocks hold for tensors now (AGGREGATE, as above).
+inline int64_t cuda_allocated_bytes(int device_index) {
+  constexpr size_t kAggregate = 0;
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(device_index));
+  return stats.allocated_bytes[kAggregate].current;
+}
+
+inline void cuda_reset_peak(int device_index) {
+  c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(device_index));
+}
 #endif
 
 }  // namespace workbook::torch_compat

@@ -1,0 +1,37 @@
+// wire16.hpp — ex9.4: gradients averaged with 16 bits on the wire, as DDP's
+// bf16_compress_hook and fp16_compress_hook do.
+//
+//   float32 gradient g_r on rank r
+//     × 1/n        in float32, BEFORE anything is rounded or summed
+//     → 16 bits    half the bytes: what the ring sends
+//     ring sum     Chapter 4's ring, adding in 16 bits
+//     → float32    back into the gradient, for the float32 optimizer
+//
+// Note: [divide first] float16's largest number is 65504. A gradient of
+// 40000 on each of two ranks sums to 80000, inf in float16, while its mean
+// is 40000: dividing each rank's part by n before the sum keeps every
+// partial sum within the range of the mean's largest values (for any
+// order the ring adds in, each partial sum is a sum of some of the g_r / n).
+// bfloat16 has float32's range, and dividing first costs it nothing.
+#pragma once
+#include <torch/torch.h>
+
+#include "reducer.hpp"  // Chapter 4: ring_all_reduce, RingOptions, AllReduceFn
+#include "workbook/communicator.hpp"
+
+namespace ch09 {
+
+// ex9.4: `flat` (float32, 1-D, contiguous) on every rank becomes the mean over
+// the ranks, computed as drawn above: the ring moves `wire` (float16 or
+// bfloat16) elements only, 2 (n-1)/n × count of them per rank, 2 bytes each.
+// Collective.
+void average_in_16_bits(torch::Tensor& flat, torch::ScalarType wire, workbook::Communicator& comm,
+                        const ch04::RingOptions& ring = {});
+
+// Given: the same as a bucket's all-reduce for Chapter 4's BucketReducer
+// (ReducerOptions::all_reduce), as DDP registers a communication hook.
+inline ch04::AllReduceFn average_in_16_bits_hook(torch::ScalarType wire) {
+  return [wire](torch::Tensor& flat, workbook::Communicator& comm) { average_in_16_bits(flat, wire, comm); };
+}
+
+}  // namespace ch09

@@ -1,0 +1,129 @@
+// Tests for ex9.2: the dynamic loss scaler. The scale trace is written out
+// by hand from PyTorch's rule; the agreement on overflow is tested with an
+// inf on one rank only; a skipped step is compared bit for bit with the
+// state before it.
+#include "catch2_compat.hpp"
+
+#include <limits>
+
+#include "mpi_test.hpp"
+#include "precision.hpp"
+#include "workbook/torch_compat.hpp"
+
+namespace {
+
+struct AdamSnapshot {
+  std::vector<torch::Tensor> parameters, exp_avg, exp_avg_sq;
+  std::vector<int64_t> steps;
+};
+
+AdamSnapshot snapshot_adam(torch::optim::Adam& adam, const std::vector<torch::Tensor>& parameters) {
+  AdamSnapshot s;
+  for (const torch::Tensor& p : parameters) {
+    s.parameters.push_back(p.detach().clone());
+    auto& state = static_cast<torch::optim::AdamParamState&>(
+        *adam.state().at(workbook::torch_compat::optimizer_state_key(p)));
+    s.exp_avg.push_back(state.exp_avg().clone());
+    s.exp_avg_sq.push_back(state.exp_avg_sq().clone());
+    s.steps.push_back(state.step());
+  }
+  return s;
+}
+
+bool same_adam(const AdamSnapshot& a, const AdamSnapshot& b) {
+  for (size_t i = 0; i < a.parameters.size(); ++i)
+    if (!torch::equal(a.parameters[i], b.parameters[i]) || !torch::equal(a.exp_avg[i], b.exp_avg[i]) ||
+        !torch::equal(a.exp_avg_sq[i], b.exp_avg_sq[i]) || a.steps[i] != b.steps[i])
+      return false;
+  return true;
+}
+
+// Gradients `scale` × (1, 2, 3, ...) on every parameter: exact after unscaling by a power of 2.
+void set_scaled_gradients(const std::vector<torch::Tensor>& parameters, double scale) {
+  for (const torch::Tensor& p : parameters)
+    p.mutable_grad() = torch::arange(1, p.numel() + 1, torch::kFloat32).view(p.sizes()) * scale;
+}
+
+}  // namespace
+
+TEST_CASE("ex9.2 the scale follows PyTorch's rule over a scripted run of clean and overflowing steps", "[ex9.2]") {
+  ch09::ScalerOptions options;
+  options.init_scale = 8.0;
+  options.growth_interval = 3;
+  ch09::DynamicLossScaler scaler(options);
+  //                           C  C  C   C   O  C  C  C   O  O  C  C
+  const std::vector<bool> overflow{false, false, false, false, true, false, false, false, true, true, false, false};
+  const std::vector<double> scale_after{8, 8, 16, 16, 8, 8, 8, 16, 8, 4, 4, 4};
+  const std::vector<int64_t> clean_after{1, 2, 0, 1, 0, 1, 2, 0, 0, 0, 1, 2};
+  for (size_t step = 0; step < overflow.size(); ++step) {
+    scaler.update(overflow[step]);
+    CAPTURE(step, overflow[step]);
+    INFO("clean: count + 1, and at growth_interval (3) the scale doubles and the count restarts; "
+         "overflow: the scale halves and the count restarts at 0");
+    REQUIRE(scaler.scale_value() == scale_after[step]);
+    REQUIRE(scaler.clean_steps() == clean_after[step]);
+  }
+  REQUIRE(scaler.skipped_steps() == 3);
+  INFO("PyTorch's defaults: 2^16, x2 every 2000 clean steps, x0.5 on overflow");
+  REQUIRE(ch09::DynamicLossScaler().scale_value() == 65536.0);
+}
+
+TEST_CASE("ex9.2 unscale divides by the scale, and every rank learns of an overflow on any rank", "[ex9.2][np3]") {
+  auto comm = mpi_test::communicator();
+  const int last = comm->size() - 1;
+  ch09::DynamicLossScaler scaler;  // 65536
+  std::vector<torch::Tensor> parameters{torch::zeros({3, 2}, torch::requires_grad()), torch::zeros({5}, torch::requires_grad()),
+                                        torch::zeros({2}, torch::requires_grad())};
+  set_scaled_gradients(parameters, 65536.0);
+  parameters[2].mutable_grad() = torch::Tensor();  // a parameter without a gradient is left alone
+  const int64_t calls_before = comm->stats().count(workbook::CommOp::AllReduce);
+  const bool found_inf = scaler.unscale(parameters, *comm);
+  INFO("the gradients divided by 65536: 1, 2, 3, ... exactly");
+  REQUIRE(mpi_test::all_ranks(torch::equal(parameters[0].grad(), torch::arange(1, 7, torch::kFloat32).view({3, 2}))));
+  REQUIRE(mpi_test::all_ranks(torch::equal(parameters[1].grad(), torch::arange(1, 6, torch::kFloat32))));
+  REQUIRE(mpi_test::all_ranks(!found_inf));
+  INFO("one all-reduce per call, whatever the number of tensors");
+  REQUIRE(mpi_test::all_ranks(comm->stats().count(workbook::CommOp::AllReduce) - calls_before == 1));
+
+  for (float bad : {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+    CAPTURE(bad);
+    set_scaled_gradients(parameters, 65536.0);
+    parameters[2].mutable_grad() = torch::Tensor();
+    if (comm->rank() == last) parameters[1].mutable_grad()[3] = bad;
+    INFO("only rank " << last << " holds an inf or NaN: every rank must say so, or the others step while it skips");
+    REQUIRE(mpi_test::all_ranks(scaler.unscale(parameters, *comm)));
+  }
+}
+
+TEST_CASE("ex9.2 a skipped step leaves parameters, Adam's state and the schedule exactly as they were", "[ex9.2][np3]") {
+  auto comm = mpi_test::communicator();
+  const int last = comm->size() - 1;
+  ch09::ScalerOptions options;
+  options.init_scale = 1024.0;
+  ch09::DynamicLossScaler scaler(options);
+  std::vector<torch::Tensor> parameters{torch::ones({4}, torch::requires_grad()), torch::ones({2, 3}, torch::requires_grad())};
+  torch::optim::Adam adam(parameters, torch::optim::AdamOptions(0.1));
+  int64_t schedule_steps = 0;
+  const auto advance = [&] { ++schedule_steps; };
+
+  set_scaled_gradients(parameters, 1024.0);
+  INFO("a clean step is taken: the optimizer steps, the schedule advances");
+  REQUIRE(mpi_test::all_ranks(ch09::scaled_step(scaler, adam, parameters, advance, *comm)));
+  REQUIRE(mpi_test::all_ranks(schedule_steps == 1));
+  const AdamSnapshot before = snapshot_adam(adam, parameters);
+
+  set_scaled_gradients(parameters, 1024.0);
+  if (comm->rank() == last) parameters[0].mutable_grad()[0] = std::numeric_limits<float>::infinity();
+  INFO("an inf on rank " << last << " only: every rank skips");
+  REQUIRE(mpi_test::all_ranks(!ch09::scaled_step(scaler, adam, parameters, advance, *comm)));
+  INFO("skipped: the parameters and Adam's moments and step count bit for bit as before");
+  REQUIRE(mpi_test::all_ranks(same_adam(before, snapshot_adam(adam, parameters))));
+  INFO("skipped: the schedule did not move (it counts steps taken)");
+  REQUIRE(mpi_test::all_ranks(schedule_steps == 1));
+  REQUIRE(mpi_test::all_ranks(scaler.scale_value() == 512.0 && scaler.skipped_steps() == 1));
+
+  set_scaled_gradients(parameters, 512.0);
+  REQUIRE(mpi_test::all_ranks(ch09::scaled_step(scaler, adam, parameters, advance, *comm)));
+  REQUIRE(mpi_test::all_ranks(schedule_steps == 2));
+  REQUIRE(mpi_test::all_ranks(!same_adam(before, snapshot_adam(adam, parameters))));
+}
