@@ -157,7 +157,7 @@ stage_ch01() {
 
 stage_ranks1() {
   local chapter status=0
-  for chapter in ch03 ch04 ch05 ch06 ch07; do
+  for chapter in ch03 ch04 ch05 ch06 ch07 ch09; do
     echo "--- $chapter, 1 rank, --device cuda (NCCL)"
     timeout 600 build/cuda/workbook run "$chapter" --solution --ranks 1 -- --device cuda --epochs 1 \
       --json "build/cuda/gpu-check-$chapter.jsonl" || status=1

@@ -33,6 +33,9 @@ JOBS = {
     "ch08": ("Chapter 8, model parallelism: tensor groups of 2 ranks, data parallel between them",
              "ch08_train", "--layout hybrid --tensor-ranks 2 --epochs 3",
              "--layout pipeline --schedule 1f1b --micro-batches 4", 30),
+    "ch09": ("Chapter 9, fewer bytes: bfloat16 compute and bfloat16 gradients on the wire, checkpointed",
+             "ch09_train", "--precision bf16 --wire bf16 --checkpoint-every 2 --epochs 3",
+             "--precision fp16 --master-weights --epochs 1", 30),
 }
 RANKS_PER_NODE = 2  # on GPU nodes: the GPUs per node
 NODE_COUNTS = (1, 2)

@@ -1,8 +1,8 @@
 // autocast.hpp — LibTorch's autocast in a scope, as Python's `with
 // torch.autocast(device, dtype)`: inside it, the ops autocast lists (matrix
 // products, convolutions) compute in `dtype`, the ops that need the range or
-// the precision (softmax, log-softmax, the losses, sums) in float32, whatever
-// their inputs' dtype. LibTorch's C++ API has the switches but no guard.
+// the precision (the losses; on CUDA softmax and log-softmax too) in float32,
+// whatever their inputs' dtype. LibTorch's C++ API has the switches but no guard.
 #pragma once
 #include <ATen/autocast_mode.h>
 #include <torch/torch.h>
