@@ -138,3 +138,38 @@ TEST_CASE("ex9.3 training with bfloat16 compute and float32 masters follows floa
   REQUIRE(travelled > 0.1);
   REQUIRE(apart < 0.1 * travelled);
 }
+
+TEST_CASE("ex9.3 the masters equal a float32 model stepped with the gradients of its bfloat16 copy, bit for bit",
+          "[ex9.3]") {
+  // The oracle casts around a float32 model: each step, a bfloat16 copy of
+  // it computes the gradients, which are widened and given to the float32
+  // model's own Adam. The same arithmetic in the same order: equal.
+  auto reference = small_mlp(7);
+  auto model = small_mlp(7);
+  ch09::MasterWeights masters(*model, torch::kBFloat16);
+  torch::optim::Adam reference_adam(reference->parameters(), torch::optim::AdamOptions(1e-2));
+  torch::optim::Adam adam(masters.masters(), torch::optim::AdamOptions(1e-2));
+  torch::manual_seed(70);
+  const torch::Tensor images = torch::rand({32, 1, 28, 28});
+  const torch::Tensor labels = torch::randint(10, {32});
+  for (int step = 0; step < 5; ++step) {
+    auto copy = std::dynamic_pointer_cast<ch09::BlockMlp>(reference->clone());
+    copy->to(torch::kBFloat16);
+    torch::nn::functional::cross_entropy(copy->forward(images), labels).backward();
+    for (size_t i = 0; i < copy->parameters().size(); ++i)
+      reference->parameters()[i].mutable_grad() = copy->parameters()[i].grad().to(torch::kFloat32);
+    reference_adam.step();
+
+    model->zero_grad();
+    torch::nn::functional::cross_entropy(model->forward(images), labels).backward();
+    masters.gradients_to_masters();
+    adam.step();
+    masters.masters_to_model();
+  }
+  for (size_t i = 0; i < masters.masters().size(); ++i) {
+    CAPTURE(i);
+    INFO("after 5 Adam steps, master " << i << " equals the oracle's float32 weight");
+    REQUIRE(torch::equal(masters.masters()[i].detach(), reference->parameters()[i].detach()));
+    REQUIRE(torch::equal(model->parameters()[i].detach(), reference->parameters()[i].detach().to(torch::kBFloat16)));
+  }
+}
