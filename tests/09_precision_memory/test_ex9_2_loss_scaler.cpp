@@ -127,3 +127,28 @@ TEST_CASE("ex9.2 a skipped step leaves parameters, Adam's state and the schedule
   REQUIRE(mpi_test::all_ranks(schedule_steps == 2));
   REQUIRE(mpi_test::all_ranks(!same_adam(before, snapshot_adam(adam, parameters))));
 }
+
+TEST_CASE("ex9.2 with the optimizer sharded as Chapter 7 shards it, an overflow one shard sees skips every rank's step",
+          "[ex9.2][np3]") {
+  auto comm = mpi_test::communicator();
+  const int n = comm->size(), last = n - 1;
+  constexpr int64_t kShard = 4;
+  // Every rank's full gradient, scaled by 1024; rank 0's holds an inf in the
+  // last rank's shard. After the reduce-scatter (ZeRO's), only that rank's
+  // shard of the summed gradient is inf: only it can see the overflow.
+  torch::Tensor local = torch::full({n * kShard}, 1024.0f);
+  if (comm->rank() == 0) local[last * kShard + 1] = std::numeric_limits<float>::infinity();
+  torch::Tensor shard_gradient = torch::empty({kShard});
+  comm->reduce_scatter(local, shard_gradient, workbook::ReduceOp::Sum);
+  torch::Tensor shard = torch::ones({kShard}, torch::requires_grad());  // this rank's part of the parameters
+  shard.mutable_grad() = shard_gradient;
+  torch::optim::Adam adam({shard}, torch::optim::AdamOptions(0.1));
+  ch09::ScalerOptions options;
+  options.init_scale = 1024.0;
+  ch09::DynamicLossScaler scaler(options);
+  int64_t schedule_steps = 0;
+  const bool taken = ch09::scaled_step(scaler, adam, {shard}, [&] { ++schedule_steps; }, *comm);
+  INFO("rank " << last << "'s shard overflowed: every rank must skip, or the others' shards move while its does not");
+  REQUIRE(mpi_test::all_ranks(!taken));
+  REQUIRE(mpi_test::all_ranks(torch::equal(shard.detach(), torch::ones({kShard})) && schedule_steps == 0));
+}
