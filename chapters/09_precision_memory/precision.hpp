@@ -35,15 +35,15 @@ double round_to(double value, torch::ScalarType dtype);
 // ---- ex9.1: summing in 16 bits ------------------------------------------------
 
 struct Sums {
-  double exact = 0.0;        // the stored values summed in float64: exact for up to 2^29 of them
+  double exact = 0.0;        // the stored values summed in float64 (exact for the tests' data)
   double float32_sum = 0.0;  // one at a time into a float32 accumulator
   double low_sum = 0.0;      // one at a time into a `storage` accumulator: each partial sum rounded
 };
 
 // The values (float32, 1-D) as they would be stored in `storage` (each
 // rounded to it first), summed in order three ways. Note: [where a sum
-// stalls] Adding v to a sum s changes s only if v is at least half a unit of
-// s's last place (ulp): in bfloat16 the ulp of 4 is 2^-5, so 0.01s stop
+// stalls] Adding v to a sum s changes s only if v is more than half a unit
+// of s's last place (ulp; exactly half rounds to the even neighbour): in bfloat16 the ulp of 4 is 2^-5, so 0.01s stop
 // counting at 4; in float16 at 32. A GPU's 16-bit matrix units read 16-bit
 // inputs but accumulate in float32 for that reason, and so do LibTorch's
 // reductions (torch::sum of a bfloat16 tensor adds in float32).
@@ -60,7 +60,7 @@ struct ScalerOptions {
 };
 
 // Note: [why a loss scale] float16's smallest normal number is 6e-5 and its
-// smallest at all 6e-8: gradients below that become 0 in backward. Scaling
+// smallest at all 6e-8: gradients under half of that become 0. Scaling
 // the loss by S scales every gradient by S (backward is linear), which moves
 // them into range; dividing by S in float32 afterwards (unscale) gives the
 // true gradients. Too large an S overflows to inf: the step is skipped and S
@@ -111,8 +111,9 @@ bool scaled_step(DynamicLossScaler& scaler, torch::optim::Optimizer& optimizer,
 // 16-bit stops learning once its updates are small. So the optimizer
 // updates float32 copies (the masters, which also hold its state in float32),
 // and the model's 16-bit weights are the masters rounded, after every step.
-// The memory: 2 bytes per parameter for the model, 4 for the master, 8 for
-// Adam's moments (Chapter 7 shards the last two).
+// The memory per parameter: 2 bytes for the model and 2 for its gradient,
+// 4 for the master and 4 for its gradient, 8 for Adam's moments (Chapter 7
+// shards the last three).
 class MasterWeights {
  public:
   // ex9.3: `model`'s parameters are float32 on entry. Keeps a float32 copy

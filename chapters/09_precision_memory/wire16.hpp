@@ -9,10 +9,12 @@
 //
 // Note: [divide first] float16's largest number is 65504. A gradient of
 // 40000 on each of two ranks sums to 80000, inf in float16, while its mean
-// is 40000: dividing each rank's part by n before the sum keeps every
-// partial sum within the range of the mean's largest values (for any
-// order the ring adds in, each partial sum is a sum of some of the g_r / n).
-// bfloat16 has float32's range, and dividing first costs it nothing.
+// is 40000. A partial sum of the ring is a sum of k of the shares g_r / n
+// (k <= n), so dividing first bounds every partial sum by the largest
+// |g_r| of any one rank: if each rank's gradient fits in float16, every
+// partial sum does. Dividing after the 16-bit rounding is no better: a
+// share of 100000 is inf before it is divided. bfloat16 has float32's
+// range, and dividing first costs it nothing.
 #pragma once
 #include <torch/torch.h>
 

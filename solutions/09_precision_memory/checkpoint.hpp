@@ -37,7 +37,9 @@ class CheckpointFunction : public torch::autograd::Function<CheckpointFunction> 
   // on `input` without recording anything for backward (autograd is off in
   // a Function's forward), after saving the input, the segment, the random
   // generators' states (the CPU's, and the input's GPU's) and whether
-  // autocast is on (and in which dtype) for the input's device.
+  // autocast is on (and in which dtype) for the input's device; under
+  // autocast, without its cache of cast weights (Note [no cached casts
+  // without autograd] in checkpoint.cpp).
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& input,
                                const torch::Tensor& needs_grad, const Segment& segment);
   // Puts the saved random states back, runs the segment again with autograd

@@ -9,6 +9,7 @@
 #include "checkpoint.hpp"
 #include "mpi_test.hpp"
 #include "reducer.hpp"
+#include "workbook/autocast.hpp"
 #include "workbook/tensor_bytes.hpp"
 
 namespace {
@@ -61,6 +62,40 @@ TEST_CASE("ex9.5 with dropout, checkpointed gradients equal the plain model's bi
     REQUIRE(torch::equal(checkpointed.input_gradient, plain.input_gradient));
     INFO("after backward the generator must be where the plain run left it: put its state back after recomputing");
     REQUIRE(torch::equal(checkpointed.next_draw, plain.next_draw));
+  }
+}
+
+TEST_CASE("ex9.5 under bfloat16 autocast, checkpointed gradients equal the plain model's, backward inside the scope "
+          "or after it", "[ex9.5]") {
+  auto gradients_under_autocast = [](int64_t every, bool backward_inside) {
+    torch::manual_seed(15);
+    auto model = std::make_shared<ch09::BlockMlp>(dropout_mlp_options());
+    model->checkpoint_every(every);
+    const torch::Tensor images = torch::rand({16, 1, 28, 28});
+    torch::manual_seed(78);
+    torch::Tensor loss;
+    {
+      workbook::AutocastGuard autocast(c10::DeviceType::CPU, torch::kBFloat16);
+      loss = torch::nn::functional::cross_entropy(model->forward(images), torch::arange(16) % 10);
+      if (backward_inside) loss.backward();
+    }
+    if (!backward_inside) loss.backward();
+    std::vector<torch::Tensor> gradients;
+    for (const torch::Tensor& p : model->parameters())
+      gradients.push_back(p.grad().defined() ? p.grad().clone() : torch::Tensor());
+    return gradients;
+  };
+  for (bool inside : {false, true}) {
+    CAPTURE(inside);
+    const std::vector<torch::Tensor> plain = gradients_under_autocast(0, inside);
+    const std::vector<torch::Tensor> checkpointed = gradients_under_autocast(2, inside);
+    for (size_t i = 0; i < plain.size(); ++i) {
+      CAPTURE(i);
+      INFO("parameter " << i << ": the recomputation must run under autocast as forward did (in bfloat16), and "
+                        "must not reuse weights autocast cast while autograd was off (they have no gradient)");
+      REQUIRE(checkpointed[i].defined());
+      REQUIRE(torch::equal(checkpointed[i], plain[i]));
+    }
   }
 }
 
