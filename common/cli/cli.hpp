@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -176,6 +177,29 @@ std::optional<EmulatedCluster> emulated_cluster();
 nlohmann::json placement_json(const Placement& placement);
 fs::path cluster_script();  // hpc/cluster.sh
 
+// Note: [a command's own emulated cluster] `tour` and `model` bring up an
+// emulated cluster for their runs, and take it down again on every way out:
+// return, exception (the destructor) and Ctrl-C or a kill (a signal handler
+// that runs `cluster.sh down`, async-signal-safe: fork, exec, wait; armed at
+// the first `up`). What a command does about a cluster the user brought up
+// is its own: the tour uses it as it is, `model` refuses to start.
+class OwnCluster {
+ public:
+  explicit OwnCluster(std::string owner) : owner_(std::move(owner)) {}  // "the tour": who says it is down again
+  OwnCluster(const OwnCluster&) = delete;
+  OwnCluster& operator=(const OwnCluster&) = delete;
+  ~OwnCluster() { down(); }
+  // `cluster.sh up --nodes N --link RATE` (on one this brought up: a new
+  // link, or new nodes); the script's reason when it could not.
+  std::optional<std::string> up(int nodes, const std::string& link);
+  void down();  // when this brought one up; says so
+  bool brought_up() const { return brought_up_; }
+
+ private:
+  std::string owner_;
+  bool brought_up_ = false;
+};
+
 // ---- programs that write JSON lines (run_protocol.cpp) --------------------------
 
 // One run of a program that writes JSON lines (ARCHITECTURE.md, "Output").
@@ -187,13 +211,16 @@ struct RunOutcome {
   nlohmann::json result;  // that result line
   std::vector<nlohmann::json> lines;  // every JSON line the run wrote
   std::string error;      // why not ok: the program's failure message, or its exit status
+  std::string output;     // stdout and stderr together; "" with passthrough
   double wall_s = 0.0;
 };
 
-// Runs `argv` with `--json` into a temporary file, under mpiexec with `ranks`
-// processes when more than 1, and reads every line back. passthrough: its
-// output goes to the terminal (and so its failure message is not kept).
-RunOutcome run_for_result(std::vector<std::string> argv, bool passthrough, double timeout_s, const Placement& placement);
+// Runs `argv` with `--json` into a temporary file (`json`, removed after;
+// default build/<preset>/.run-PID.jsonl), placed as `placement` says, and
+// reads every line back. passthrough: its output goes to the terminal (and
+// so its failure message is not kept).
+RunOutcome run_for_result(std::vector<std::string> argv, bool passthrough, double timeout_s, const Placement& placement,
+                          const fs::path& json = {});
 
 // ---- the tour's table (tour_table.cpp) -----------------------------------------
 

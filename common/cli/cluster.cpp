@@ -1,6 +1,13 @@
 // cluster.cpp — `workbook cluster up|down|status|...`: the emulated cluster of
-// hpc/cluster.sh (ARCHITECTURE.md, "The emulated cluster"), and what `run`,
-// `bench` and `tour` need to know of it to place ranks on its nodes.
+// hpc/cluster.sh (ARCHITECTURE.md, "The emulated cluster"), what `run`,
+// `bench`, `tour` and `model` need to know of it to place ranks on its nodes,
+// and the cluster `tour` and `model` bring up themselves (OwnCluster).
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
 #include <fstream>
 
 #include "cli.hpp"
@@ -39,6 +46,57 @@ nlohmann::json placement_json(const Placement& placement) {
           {"ranks_per_node", placement.ranks_per_node()},
           {"link", cluster ? cluster->link : ""},
           {"link_bits_per_s", cluster ? cluster->link_bits_per_s() : 0.0}};
+}
+
+namespace {
+
+// Note: [a command's own emulated cluster] (cli.hpp): what a signal does
+// while one is up. Armed once; a `down` with nothing up does nothing.
+void arm_cluster_down_on_signal() {
+  static std::string script = cluster_script().string();
+  static const char* down_argv[] = {script.c_str(), "down", nullptr};
+  static bool armed = false;
+  if (armed) return;
+  armed = true;
+  struct sigaction action {};
+  action.sa_handler = [](int signal) {
+    const pid_t child = fork();
+    if (child == 0) {
+      execv(down_argv[0], const_cast<char* const*>(down_argv));
+      _exit(127);
+    }
+    if (child > 0) waitpid(child, nullptr, 0);
+    _exit(128 + signal);
+  };
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGHUP, &action, nullptr);
+}
+
+ProcessResult run_cluster_script(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {cluster_script().string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ProcessOptions options;
+  options.capture = true;
+  return run_process(argv, options);
+}
+
+}  // namespace
+
+std::optional<std::string> OwnCluster::up(int nodes, const std::string& link) {
+  arm_cluster_down_on_signal();
+  const ProcessResult made = run_cluster_script({"up", "--nodes", std::to_string(nodes), "--link", link});
+  if (made.exit_code != 0) return made.output.substr(0, made.output.find_last_not_of('\n') + 1);
+  brought_up_ = true;
+  return std::nullopt;
+}
+
+void OwnCluster::down() {
+  if (!brought_up_) return;
+  brought_up_ = false;
+  run_cluster_script({"down"});
+  fmt::print("(the emulated cluster {} brought up is down again)\n", owner_);
+  std::fflush(stdout);
 }
 
 // The script is the one implementation (an instructor can run it without the

@@ -16,6 +16,9 @@ int cmd_bench(const std::string& chapter, std::optional<int> ranks, std::optiona
               const std::optional<std::string>& json, const std::vector<std::string>& extra_args);
 int cmd_cluster(const std::vector<std::string>& args);
 int cmd_tour(bool full, bool smoke, const std::optional<std::string>& json, const std::optional<std::string>& csv);
+// Empty nodes or links: the defaults (2,4 and 100mbit,1gbit,10gbit; with quick 2 and 1gbit).
+int cmd_model(std::vector<int> nodes, std::vector<std::string> links, bool quick, const std::optional<std::string>& json,
+              bool no_steps);
 int cmd_report(const std::vector<std::string>& files, const std::optional<std::string>& out_dir);
 int cmd_info();
 int cmd_dev_sync(bool dry_run);

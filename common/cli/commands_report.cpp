@@ -1,6 +1,6 @@
 // commands_report.cpp — `workbook report FILE... --out DIR`: the tour's table
 // (tour_table.cpp) and PNG plots of result files (`workbook tour`'s tour.jsonl, `workbook
-// bench chNN --json`), drawn by gnuplot (Debian's gnuplot-nox 5.4, its
+// bench chNN --json`, `workbook model`'s model.jsonl), drawn by gnuplot (Debian's gnuplot-nox 5.4, its
 // pngcairo terminal).
 //
 //   speedup.png   speedup against the number of ranks or devices, with the linear ideal
@@ -10,6 +10,12 @@
 //   memory.png    bytes per rank by ZeRO stage (ch07's bench), a line per rank count
 //   steps.png     steps to a target accuracy against the global batch, log-log (`ch06_train --sweep`),
 //                 with perfect scaling, the fitted S_min (1 + B_crit / B) and the noise scale B_simple
+//   model_allreduce_<N>nodes_<link>.png   (`workbook model`) one PNG per configuration, so that
+//                 each stays readable: per all-reduce algorithm (and the link's ping-pong) its
+//                 time against the message size, log-log, predicted from the fitted link as a
+//                 line and measured as points of the same colour; the fitted alpha and beta
+//   model_steps.png  (`workbook model`, 2 nodes) a training step's time per layout: predicted
+//                 (dashed) and measured (points), a colour per link, log y
 //
 // Each plot's data (NAME.dat) and script (NAME.gp) are left beside it in DIR:
 // `gnuplot DIR/NAME.gp` draws it again after an edit.
@@ -19,15 +25,18 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <functional>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "table.hpp"
 #include "workbook/errors.hpp"
 
 namespace workbook::cli {
@@ -129,6 +138,18 @@ Plot speedup_plot(const std::vector<Line>& lines, bool several_files, int& max_r
   return plot;
 }
 
+// A log2 x axis of message sizes: a tic at every size (every other one past
+// 12), named in binary units.
+std::vector<std::string> size_axis(const std::set<double>& sizes) {
+  std::vector<std::string> tics;
+  const size_t step = sizes.size() > 12 ? 2 : 1;
+  size_t i = 0;
+  for (const double size : sizes)
+    if (i++ % step == 0) tics.push_back(fmt::format("{} {}", quoted(format_bytes(size)), size));
+  return {"set logscale x 2", fmt::format("set xtics ({})", fmt::join(tics, ", ")),
+          sizes.empty() ? "" : fmt::format("set xrange [{}:{}]", *sizes.begin() / 1.5, *sizes.rbegin() * 1.5)};
+}
+
 Plot busbw_plot(const std::vector<Line>& lines, bool several_files) {
   Plot plot{"busbw", "All-reduce bus bandwidth (sum, float32, in place)", "message size (bytes)",
             "busbw (GB/s) = algbw x 2(n-1)/n", {}, "", {}};
@@ -169,27 +190,15 @@ Plot busbw_plot(const std::vector<Line>& lines, bool several_files) {
     limits.push_back(fmt::format("{} title {} with lines dashtype 2 linecolor 'gray40' linewidth 2", gbytes,
                                  quoted(fmt::format("link rate, {} ({:.3g} GB/s)", link, gbytes))));
   if (!limits.empty()) plot.extra_plot = fmt::format("{}", fmt::join(limits, ", "));
-  // A tic at every measured size (every other one past 12), named in binary units.
-  std::vector<std::string> tics;
-  const size_t step = sizes.size() > 12 ? 2 : 1;
-  size_t i = 0;
-  for (const double size : sizes) {
-    if (i++ % step != 0) continue;
-    const auto bytes = static_cast<int64_t>(size);
-    const std::string name = bytes >= (int64_t{1} << 30) ? fmt::format("{} GiB", bytes >> 30)
-                             : bytes >= (int64_t{1} << 20) ? fmt::format("{} MiB", bytes >> 20)
-                             : bytes >= 1024 ? fmt::format("{} KiB", bytes >> 10)
-                                             : fmt::format("{} B", bytes);
-    tics.push_back(fmt::format("{} {}", quoted(name), bytes));
-  }
-  plot.settings = {"set logscale x 2", fmt::format("set xtics ({})", fmt::join(tics, ", ")),
-                   sizes.empty() ? "" : fmt::format("set xrange [{}:{}]", *sizes.begin() / 1.5, *sizes.rbegin() * 1.5),
-                   "set yrange [0:*]", "set key top left box opaque"};
+  plot.settings = size_axis(sizes);
+  plot.settings.push_back("set key top left box opaque");
   // A link's 0.125 GB/s beside shared memory's several GB/s: only a log
   // scale shows both, and how far each curve stays below its limit.
   if (!limits.empty()) {
-    plot.settings[3] = "set logscale y 10";
+    plot.settings.push_back("set logscale y 10");
     plot.ylabel = "busbw (GB/s, log scale) = algbw x 2(n-1)/n";
+  } else {
+    plot.settings.push_back("set yrange [0:*]");
   }
   return plot;
 }
@@ -333,6 +342,121 @@ Plot steps_plot(const std::vector<Line>& lines, bool several_files) {
   return plot;
 }
 
+// `workbook model`'s lines (commands_model.cpp): each series' colour, and
+// its number when gnuplot is given a number.
+const char* const model_colours[] = {"#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#7b3294"};
+const char* model_colour(size_t i) { return model_colours[i % std::size(model_colours)]; }
+
+double model_number(const nlohmann::json& v, const char* key) {
+  return v.contains(key) && v[key].is_number() ? v[key].get<double>() : std::nan("");
+}
+
+bool is_model(const nlohmann::json& v, const std::string& kind) {
+  return v.value("type", "") == "model" && v.value("kind", "") == kind &&
+         std::isfinite(model_number(v, "predicted")) && std::isfinite(model_number(v, "measured"));
+}
+
+// A quantity predicted and measured: two series, one colour.
+using ModelPair = std::pair<Series, Series>;
+
+void add_model_point(ModelPair& pair, const std::string& name, double x, const nlohmann::json& v) {
+  auto& [predicted, measured] = pair;
+  predicted.title = name + ": predicted";
+  measured.title = name + ": measured";
+  predicted.points.push_back({x, model_number(v, "predicted")});
+  measured.points.push_back({x, model_number(v, "measured")});
+}
+
+void add_model_pair(Plot& plot, ModelPair pair, const std::string& predicted_style, double point_size, size_t colour) {
+  auto& [predicted, measured] = pair;
+  predicted.style = fmt::format("{} linecolor rgb '{}'", predicted_style, model_colour(colour));
+  measured.style = fmt::format("points pointtype 7 pointsize {} linecolor rgb '{}'", point_size, model_colour(colour));
+  for (Series* s : {&predicted, &measured}) {
+    std::sort(s->points.begin(), s->points.end());
+    plot.series.push_back(*s);
+  }
+}
+
+// A model_allreduce_<N>nodes_<link> plot per configuration: per algorithm its
+// time against the message size, predicted from the link's fitted α and β (a
+// line) and measured (points, the same colour); the link's own ping-pong
+// and its fit beside them, and the fitted numbers in a corner.
+std::vector<Plot> model_allreduce_plots(const std::vector<Line>& lines, bool several_files) {
+  const std::vector<std::string> known = {"pingpong", "ring", "recursive_doubling", "rabenseifner", "workbook_ring"};
+  struct Configuration {
+    // (the known ones' order, then others by name; the series' name): predicted, measured
+    std::map<std::pair<size_t, std::string>, ModelPair> by_algorithm;
+    std::set<double> sizes;
+    std::vector<std::string> fits;
+  };
+  std::map<std::tuple<int, double, std::string>, Configuration> configurations;  // (nodes, link's rate, link)
+  auto configuration = [&](const nlohmann::json& v) -> Configuration& {
+    return configurations[{v.value("nodes", 0), v.value("link_bits_per_s", 0.0), v.value("link", "?")}];
+  };
+  for (const Line& line : lines) {
+    const nlohmann::json& v = line.value;
+    if (v.value("type", "") == "model" && v.value("kind", "") == "link")
+      configuration(v).fits.push_back(fmt::format(
+          "fitted link{}: alpha = {:.1f} us, beta = {:.4g} ns/byte ({:.3g} Gbit/s)", from(line, several_files),
+          1e6 * model_number(v, "alpha"), 1e9 * model_number(v, "beta"), model_number(v, "bits_per_s") / 1e9));
+    const bool pingpong = is_model(v, "pingpong");
+    if (!pingpong && !is_model(v, "allreduce")) continue;
+    const std::string algorithm = pingpong ? "pingpong" : v.value("algorithm", "?");
+    const std::string name = (pingpong ? "ping-pong, one way" : algorithm) + from(line, several_files);
+    Configuration& c = configuration(v);
+    const size_t rank = static_cast<size_t>(std::find(known.begin(), known.end(), algorithm) - known.begin());
+    add_model_point(c.by_algorithm[{rank, name}], name, v.value("size", 0.0), v);
+    c.sizes.insert(v.value("size", 0.0));
+  }
+  std::vector<Plot> plots;
+  for (auto& [key, c] : configurations) {
+    const auto& [nodes, rate, link] = key;
+    Plot plot{fmt::format("model_allreduce_{}nodes_{}", nodes, link),
+              fmt::format("All-reduce on {} nodes at {}: predicted from the fitted link (lines), measured (points)",
+                          nodes, link),
+              "message size (bytes, log scale)", "time (s, log scale)", {}, "", {}};
+    size_t colour = 0;
+    for (const auto& [order, pair] : c.by_algorithm) add_model_pair(plot, pair, "lines linewidth 2", 1.3, colour++);
+    plot.settings = size_axis(c.sizes);
+    plot.settings.insert(plot.settings.end(), {"set logscale y 10", "set format y '%g'", "set key top left box opaque"});
+    for (size_t i = 0; i < c.fits.size(); ++i)
+      plot.settings.push_back(fmt::format("set label {} {} at graph 0.98, graph {} right", i + 1, gnuplot_quoted(c.fits[i]),
+                                          0.04 + 0.05 * static_cast<double>(i)));
+    plots.push_back(std::move(plot));
+  }
+  return plots;
+}
+
+// model_steps: a training step's time per layout (the x axis's categories,
+// in the order first met), predicted (a dashed line through the layouts) and
+// measured (points), a colour per link.
+Plot model_steps_plot(const std::vector<Line>& lines, bool several_files) {
+  Plot plot{"model_steps", "A training step per layout: predicted from the fitted link (dashed), measured (points)",
+            "layout", "step time (s, log scale)", {}, "", {}};
+  std::vector<std::string> layouts;
+  std::map<std::pair<double, std::string>, ModelPair> by_link;  // (rate, name): predicted, measured
+  for (const Line& line : lines) {
+    const nlohmann::json& v = line.value;
+    if (!is_model(v, "step")) continue;
+    const std::string layout = v.value("layout", "?");
+    auto at = std::find(layouts.begin(), layouts.end(), layout);
+    if (at == layouts.end()) at = layouts.insert(layouts.end(), layout);
+    const double x = static_cast<double>(at - layouts.begin());
+    const std::string name = fmt::format("{} nodes at {}{}", v.value("nodes", 0), v.value("link", "?"),
+                                         from(line, several_files));
+    add_model_point(by_link[{v.value("link_bits_per_s", 0.0), name}], name, x, v);
+  }
+  size_t colour = 0;
+  for (const auto& [key, pair] : by_link)
+    add_model_pair(plot, pair, "linespoints dashtype 2 linewidth 2 pointtype 6 pointsize 1.2", 1.6, colour++);
+  std::vector<std::string> tics;
+  for (size_t i = 0; i < layouts.size(); ++i) tics.push_back(fmt::format("{} {}", gnuplot_quoted(layouts[i]), i));
+  plot.settings = {fmt::format("set xtics ({})", fmt::join(tics, ", ")),
+                   fmt::format("set xrange [-0.5:{}]", static_cast<double>(layouts.size()) - 0.5),
+                   "set logscale y 10", "set format y '%g'", "set key top left box opaque"};
+  return plot;
+}
+
 // Writes NAME.dat and NAME.gp into `out` and runs gnuplot; returns the PNG's path.
 fs::path draw(const Plot& plot, const fs::path& out, const std::string& subtitle) {
   const fs::path data = out / (plot.name + ".dat"), script = out / (plot.name + ".gp"),
@@ -448,6 +572,10 @@ int cmd_report(const std::vector<std::string>& files_given, const std::optional<
       subtitle = fmt::format("workbook tour{}, {} cores, LibTorch {}, {}", line.value.value("full", false) ? " --full" : line.value.value("smoke", false) ? " --smoke" : "",
                              line.value.value("cores", 0), line.value.value("torch", "?"), line.value.value("date", "?"));
       break;
+    } else if (line.value.value("type", "") == "model_header") {
+      subtitle = fmt::format("workbook model{}, {} cores, {}", line.value.value("quick", false) ? " --quick" : "",
+                             line.value.value("cores", 0), line.value.value("date", "?"));
+      break;
     }
 
   print_tour_rows(lines, several);
@@ -464,13 +592,19 @@ int cmd_report(const std::vector<std::string>& files_given, const std::optional<
       memory_plot(lines, several),
       steps_plot(lines, several),
   };
+  std::vector<Plot> model_plots = model_allreduce_plots(lines, several);
+  if (model_plots.empty()) model_plots.push_back({"model_allreduce_*", "", "", "", {}, "", {}});  // to say it is skipped
+  plots.insert(plots.end(), model_plots.begin(), model_plots.end());
+  plots.push_back(model_steps_plot(lines, several));
   const std::map<std::string, std::string> needs = {
       {"speedup", "tour rows, or `workbook bench` scaling lines"},
       {"busbw", "bench_bandwidth lines (the tour's ch04 row, or `workbook bench ch04 --json FILE`)"},
       {"accuracy", "tour_epoch lines of ch06 (the tour)"},
       {"loss", "tour_epoch lines (the tour)"},
       {"memory", "ch07 bench rows (`workbook bench ch07 --json FILE`)"},
-      {"steps", "steps_to_target lines (`workbook run ch06 --ranks 2 --sweep -- --json FILE`)"}};
+      {"steps", "steps_to_target lines (`workbook run ch06 --ranks 2 --sweep -- --json FILE`)"},
+      {"model_allreduce_*", "model lines of kind allreduce or pingpong (`workbook model`)"},
+      {"model_steps", "model lines of kind step (`workbook model` on 2 nodes)"}};
   int drawn = 0;
   for (const Plot& plot : plots) {
     if (plot.series.empty()) {
@@ -486,7 +620,7 @@ int cmd_report(const std::vector<std::string>& files_given, const std::optional<
     fmt::print("{:<13} {} series: {}\n", plot.name + ".png", plot.series.size(), png.string());
     ++drawn;
   }
-  WB_CHECK(drawn > 0, "nothing to plot in {}: no tour, tour_epoch, bench, bench_bandwidth, bench_row or steps_to_target lines",
+  WB_CHECK(drawn > 0, "nothing to plot in {}: no tour, tour_epoch, bench, bench_bandwidth, bench_row, steps_to_target or model lines",
            fmt::join(files.begin(), files.end(), ", "));
   return 0;
 }

@@ -16,10 +16,6 @@
 //               "tour_speed_check" line (the brief ch01 run's speed before and after)
 //   tour.csv    the rows of the table
 // The table itself is tour_table.cpp's, printed from the "tour" lines.
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -173,65 +169,28 @@ nlohmann::json write_row(const TourRow& row, const std::string& note, std::ofstr
 }
 
 // Note: [the tour's emulated nodes] Rows with "nodes" run on the emulated
-// cluster (hpc/cluster.sh). The tour brings one up for them, and takes it
-// down at the end, on every way out: return, exception (the guard's
-// destructor) and Ctrl-C or a kill (a signal handler that runs `cluster.sh
-// down`, async-signal-safe: fork, exec, wait). A cluster the user brought up
-// is used as it is and left up. Where the machine cannot (not root, no
-// namespaces), the rows are skipped and the reason printed.
+// cluster (hpc/cluster.sh). The tour brings one up for them and takes it down
+// at the end, on every way out (Note: [a command's own emulated cluster],
+// cli.hpp). A cluster the user brought up is used as it is and left up.
+// Where the machine cannot (not root, no namespaces), the rows are skipped
+// and the reason printed.
 class TourCluster {
  public:
   // Nodes at `link` for `entry`, or the reason there are none.
   std::optional<std::string> ready(const TourEntry& entry) {
     if (const auto up = emulated_cluster()) {
       if (up->nodes < entry.nodes) return fmt::format("your emulated cluster has {} nodes, not {}", up->nodes, entry.nodes);
-      if (up->link != entry.link && !brought_up_)
+      if (up->link != entry.link && !own_.brought_up())
         return fmt::format("your emulated cluster's link is {}, not {} (the tour leaves it as it is)", up->link, entry.link);
       if (up->link == entry.link) return std::nullopt;
     }
     if (!failure_.empty()) return failure_;
-    arm_signal_handler();
-    ProcessOptions options;
-    options.capture = true;
-    const ProcessResult made = run_process({cluster_script().string(), "up", "--nodes", std::to_string(entry.nodes),
-                                            "--link", entry.link}, options);
-    if (made.exit_code != 0) {
-      failure_ = made.output.substr(0, made.output.find_last_not_of('\n') + 1);
-      return failure_;
-    }
-    brought_up_ = true;
-    return std::nullopt;
-  }
-  ~TourCluster() {
-    if (!brought_up_) return;
-    ProcessOptions options;
-    options.capture = true;
-    run_process({cluster_script().string(), "down"}, options);
-    fmt::print("(the emulated cluster the tour brought up is down again)\n");
+    if (auto failed = own_.up(entry.nodes, entry.link)) failure_ = std::move(*failed);
+    return failure_.empty() ? std::nullopt : std::optional<std::string>(failure_);
   }
 
  private:
-  static void arm_signal_handler() {
-    static std::string script = cluster_script().string();
-    static const char* down_argv[] = {script.c_str(), "down", nullptr};
-    static bool armed = false;
-    if (armed) return;
-    armed = true;
-    struct sigaction action {};
-    action.sa_handler = [](int signal) {
-      const pid_t child = fork();
-      if (child == 0) {
-        execv(down_argv[0], const_cast<char* const*>(down_argv));
-        _exit(127);
-      }
-      if (child > 0) waitpid(child, nullptr, 0);
-      _exit(128 + signal);
-    };
-    sigaction(SIGINT, &action, nullptr);
-    sigaction(SIGTERM, &action, nullptr);
-    sigaction(SIGHUP, &action, nullptr);
-  }
-  bool brought_up_ = false;
+  OwnCluster own_{"the tour"};
   std::string failure_;
 };
 

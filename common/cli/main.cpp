@@ -97,11 +97,29 @@ int main(int argc, char** argv) {
   tour->add_option("--csv", tour_csv, "CSV file (default build/<preset>/tour/tour.csv)");
   tour->callback([&] { status = cmd_tour(tour_full, tour_smoke, tour_json, tour_csv); });
 
+  auto* model = app.add_subcommand(
+      "model",
+      "predict each collective's and each layout's time from a fitted link, then measure it on the emulated cluster "
+      "(Chapter 10)");
+  static std::vector<int> model_nodes;
+  static std::vector<std::string> model_links;
+  static bool model_quick = false, model_no_steps = false;
+  static std::optional<std::string> model_json;
+  model->add_option("--nodes", model_nodes, "node counts, each a cluster of its own (default 2,4)")
+      ->delimiter(',')
+      ->check(CLI::Range(2, 8));  // hpc/cluster.sh's
+  model->add_option("--links", model_links, "link rates, each a cluster of its own (default 100mbit,1gbit,10gbit)")
+      ->delimiter(',');
+  model->add_flag("--quick", model_quick, "2 nodes at 1gbit (unless given), fewer sizes and repeats (CI)");
+  model->add_option("--json", model_json, "JSON lines file (default build/<preset>/model/model.jsonl)");
+  model->add_flag("--no-steps", model_no_steps, "no training steps (measured on 2 nodes otherwise)");
+  model->callback([&] { status = cmd_model(model_nodes, model_links, model_quick, model_json, model_no_steps); });
+
   auto* report = app.add_subcommand(
       "report", "PNG plots of result files, and a step of a --trace file: workbook report [FILE...] [--out DIR]");
   static std::vector<std::string> report_files;
   static std::optional<std::string> report_out;
-  report->add_option("files", report_files, "tour.jsonl, `workbook bench --json` or --trace files (default: the last tour's)")
+  report->add_option("files", report_files, "tour.jsonl, model.jsonl, `workbook bench --json` or --trace files (default: the last tour's)")
       ->check(CLI::ExistingFile);
   report->add_option("--out", report_out, "folder for the PNGs (default build/<preset>/report)");
   report->callback([&] { status = cmd_report(report_files, report_out); });

@@ -34,9 +34,9 @@ std::string failure_message(const ProcessResult& done, ExitStatus status) {
 }  // namespace
 
 RunOutcome run_for_result(std::vector<std::string> argv, bool passthrough, double timeout_s,
-                          const Placement& placement) {
+                          const Placement& placement, const fs::path& json_file) {
   RunOutcome outcome;
-  const fs::path json = build_dir() / fmt::format(".run-{}.jsonl", getpid());
+  const fs::path json = json_file.empty() ? build_dir() / fmt::format(".run-{}.jsonl", getpid()) : json_file;
   fs::remove(json);
   argv.push_back("--json");
   argv.push_back(json.string());
@@ -65,6 +65,7 @@ RunOutcome run_for_result(std::vector<std::string> argv, bool passthrough, doubl
     outcome.ok = outcome.result.is_object() && outcome.result.value("type", "") == "result";
   }
   if (!outcome.ok) outcome.error = failure_message(done, outcome.status);
+  outcome.output = done.output;
   return outcome;
 }
 

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <iterator>
 
 namespace workbook::cli {
 namespace {
@@ -50,5 +52,13 @@ void print_row(const std::vector<Column>& columns, const std::vector<std::string
 }
 
 std::string format_mib(double bytes) { return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024.0)); }
+
+std::string format_bytes(double bytes) {
+  const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  size_t unit = 0;
+  for (; unit + 1 < std::size(units) && bytes >= 1024.0; ++unit) bytes /= 1024.0;
+  return bytes == std::floor(bytes) ? fmt::format("{:.0f} {}", bytes, units[unit])
+                                    : fmt::format("{:.1f} {}", bytes, units[unit]);
+}
 
 }  // namespace workbook::cli

@@ -29,5 +29,6 @@ void print_row(const std::vector<Column>& columns, const std::vector<std::string
                const std::string& after = "");
 
 std::string format_mib(double bytes);  // "12.3 MiB"
+std::string format_bytes(double bytes);  // in the largest binary unit it reaches: "512 B", "64 KiB", "1.5 MiB"
 
 }  // namespace workbook::cli

@@ -1,0 +1,86 @@
+// cost_model.hpp — Chapter 10: predict, then measure. A link is two numbers,
+// α (the seconds every message costs, however small) and β (the seconds
+// each byte costs). From them, and from a compute time per layer, a
+// collective's time and a training step's time can be written down before
+// anything runs, and held against what the emulated cluster measures.
+//
+//   ex10.1  fit_link          α and β from ping-pong timings, least squares
+//   ex10.2  collective_cost   the closed forms: ring, recursive doubling,
+//                             Rabenseifner, binomial tree
+//   ex10.3  (simulator.hpp)   an event simulator that runs Chapter 4's ring
+//   ex10.4  (step_model.hpp)  a training step's time, per layout
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ch10 {
+
+// A link in the α–β model: a message of n bytes takes α + n·β seconds from
+// the moment it leaves to the moment it has arrived.
+struct Link {
+  double alpha_s = 0.0;          // seconds per message
+  double beta_s_per_byte = 0.0;  // seconds per byte: 8 / (bits per second)
+  double seconds(double bytes) const { return alpha_s + bytes * beta_s_per_byte; }
+  double bits_per_s() const { return beta_s_per_byte > 0 ? 8.0 / beta_s_per_byte : 0.0; }
+  // A link of `bits_per_s` with `alpha_s` per message.
+  static Link of_rate(double bits_per_s, double alpha_s) { return {alpha_s, 8.0 / bits_per_s}; }
+};
+
+// One measured message: `bytes` moved one way in `seconds`.
+struct Timing {
+  int64_t bytes = 0;
+  double seconds = 0.0;
+};
+
+// ---- ex10.1 -------------------------------------------------------------------
+// Note: [fit in seconds, not in logarithms]
+// The line t = α + n·β fitted by least squares to the timings as they are:
+// minimise Σ (t_i − α − n_i·β)². Fitted to log t instead (a straight line
+// on the log-log plot everyone draws), the small messages, whose times are
+// all α, weigh as much as the large ones that alone carry β, and the errors
+// are relative: the fit bends β towards whatever the latency-bound end
+// wants. At least two distinct sizes, or a UserError; α is not clamped (a
+// negative α says the timings are not a line, which the caller should see).
+Link fit_link(const std::vector<Timing>& timings);
+
+// ---- ex10.2 -------------------------------------------------------------------
+enum class Collective { AllReduce, ReduceScatter, AllGather, Broadcast };
+enum class Algorithm { Ring, RecursiveDoubling, Rabenseifner, BinomialTree };
+const char* collective_name(Collective collective);
+const char* algorithm_name(Algorithm algorithm);  // "ring", "recursive_doubling", "rabenseifner", "binomial_tree"
+std::optional<Algorithm> algorithm_named(const std::string& name);
+
+// A collective's cost in the α–β model, kept as its two terms (so that the
+// crossover between two algorithms is algebra, not a search): `messages`
+// α's on the critical path, and `bytes` β's.
+struct Cost {
+  double messages = 0.0;  // α's: the steps one after another, each one message deep
+  double bytes = 0.0;     // bytes on the critical path, each charged β
+  double seconds(const Link& link) const { return messages * link.alpha_s + bytes * link.beta_s_per_byte; }
+};
+
+// The cost of `collective` by `algorithm` on `ranks` ranks for a buffer of
+// `bytes` bytes (the whole buffer each rank holds: for reduce-scatter the
+// input, for all-gather the output). p ranks, n bytes:
+//
+//   ring            reduce-scatter, all-gather   (p−1)·α + (p−1)/p·n·β
+//                   all-reduce                  2(p−1)·α + 2(p−1)/p·n·β
+//   recursive doubling  all-reduce              log₂p·α + log₂p·n·β
+//   Rabenseifner    all-reduce (recursive halving reduce-scatter, then
+//                   recursive doubling all-gather)   2·log₂p·α + 2(p−1)/p·n·β
+//   binomial tree   broadcast                   ⌈log₂p⌉·α + ⌈log₂p⌉·n·β
+//
+// Recursive doubling and Rabenseifner need p a power of two (Open MPI's
+// versions fold the others into one: a UserError here). One rank costs
+// nothing. Any other pair is a UserError naming both.
+Cost collective_cost(Collective collective, Algorithm algorithm, int64_t bytes, int ranks);
+
+// Given: the size in bytes at which `first` and `second` cost the same on
+// `link` (both costs are a + b·n: the crossover is the n where they meet),
+// or none when they never do at a positive size.
+std::optional<double> crossover_bytes(Collective collective, Algorithm first, Algorithm second, int ranks,
+                                      const Link& link);
+
+}  // namespace ch10

@@ -1,0 +1,23 @@
+// layouts.cpp — ex10.5: ZeRO's stages and a pipeline of equal stages.
+#include "step_model.hpp"
+#include "workbook/errors.hpp"
+
+namespace ch10 {
+
+StepPrediction predict_zero(int stage, const Profile& profile, const Link& link, int ranks) {
+  WB_CHECK(stage >= 1 && stage <= 3, "predict_zero: stage {} (1, 2 or 3)", stage);
+  StepPrediction prediction;
+  WB_NOT_IMPLEMENTED("ex10.5");  // TODO(ex10.5): your code here
+  return prediction;
+}
+
+StepPrediction predict_pipeline(const Profile& profile, const Link& link, int stages, int micro_batches,
+                                int64_t boundary_bytes) {
+  WB_CHECK(stages >= 1 && micro_batches >= 1, "predict_pipeline: {} stage(s), {} micro-batch(es)", stages,
+           micro_batches);
+  StepPrediction prediction;
+  WB_NOT_IMPLEMENTED("ex10.5");  // TODO(ex10.5): your code here
+  return prediction;
+}
+
+}  // namespace ch10

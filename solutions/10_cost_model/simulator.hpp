@@ -1,0 +1,71 @@
+// simulator.hpp — an event simulator of the α–β model that runs real code:
+// every simulated rank is a thread with a Communicator of its own whose
+// messages carry the data and are charged α + n·β of simulated time. So
+// Chapter 4's ring, unchanged, reports what it would cost on a link, and
+// the closed form of ex10.2 can be checked against the schedule the ring
+// actually follows.
+//
+//        rank 0                rank 1              (simulated seconds →)
+//   now ──┬─ exchange ─────────────┬─ exchange
+//         │  leaves at max(now,    │
+//         │  link free)            │
+//         │  ═══ α + n·β ═══►      │   wait(): now = max(now, arrival)
+//         ▼                        ▼
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "cost_model.hpp"
+#include "workbook/communicator.hpp"
+
+namespace ch10 {
+
+// A simulated rank's two clocks.
+struct RankClock {
+  double now_s = 0.0;        // how far this rank's program has got
+  double link_free_s = 0.0;  // when its outgoing link has finished every message handed to it
+};
+
+// ---- ex10.3 -------------------------------------------------------------------
+// `sender` hands a message of `bytes` bytes to its link: it leaves once the
+// sender's program has got there (now_s: it cannot send what it has not yet
+// computed or received) and the link has finished the messages before it,
+// and it occupies the link for α + n·β. Returns when it has arrived; the
+// sender's program goes on (now_s does not move: an exchange's wait() says
+// when it may use the buffer again).
+double send_message(RankClock& sender, double bytes, const Link& link);
+// `receiver` takes a message that arrives at `arrival_s`: its program
+// cannot go on before the message is there, and never goes back in time.
+void receive_message(RankClock& receiver, double arrival_s);
+
+// ---- given ----------------------------------------------------------------------
+struct SimulatedRun {
+  std::vector<double> finish_s;  // each rank's clock when its body returned
+  int64_t messages = 0;          // messages sent, by all ranks
+  double seconds() const;        // the latest finish: the collective's time
+};
+
+// Note: [a simulator that runs the real schedule]
+// simulate() runs `body` on `ranks` threads, each with a Communicator
+// (rank r of `ranks`) whose point-to-point calls move the tensors between
+// the threads and time them with ex10.3's two functions:
+//   send(t, to)                   the message leaves; the call returns when it has arrived
+//   recv(t, from)                 waits for the next message from `from`
+//   start_exchange(s, to, r, from) s leaves at once; wait(): both have arrived
+// Collectives and split() are not simulated (a UserError): the point is to
+// time schedules built from messages, as Chapter 4's ring is. Messages
+// between two ranks arrive in the order they were sent. A rank waiting for
+// a message no rank will send (every rank waiting, none of them for a
+// message already there) fails at once, naming the rank and the peer;
+// any rank's exception ends the run and is rethrown, naming the rank.
+// message_bytes() is 2^40: a ring sends each segment whole, unless told a
+// chunk size (RingOptions::chunk_elements).
+SimulatedRun simulate(int ranks, const Link& link, const std::function<void(workbook::Communicator&)>& body);
+
+// Inside simulate()'s body: this rank computes for `seconds` (its clock
+// moves on; what it has handed to its link goes on travelling). A UserError
+// on any other Communicator.
+void compute_for(workbook::Communicator& comm, double seconds);
+
+}  // namespace ch10

@@ -1,0 +1,62 @@
+// Tests for ex10.1: the link's α and β, fitted to timings whose α and β are known.
+#include "catch2_compat.hpp"
+
+#include "cost_model.hpp"
+#include "workbook/errors.hpp"
+
+namespace {
+
+// 1 byte to 64 MiB, by fours: what the ping-pong measures.
+std::vector<int64_t> ping_pong_sizes() {
+  std::vector<int64_t> sizes;
+  for (int64_t n = 1; n <= (int64_t{64} << 20); n *= 4) sizes.push_back(n);
+  return sizes;
+}
+
+}  // namespace
+
+TEST_CASE("ex10.1 timings on a line give back its α and β", "[ex10.1]") {
+  const double alpha = 50e-6, beta = 8.0 / 1e9;  // 50 µs, 1 Gbit/s
+  std::vector<ch10::Timing> timings;
+  for (int64_t n : ping_pong_sizes()) timings.push_back({n, alpha + static_cast<double>(n) * beta});
+  const ch10::Link link = ch10::fit_link(timings);
+  CAPTURE(link.alpha_s, link.beta_s_per_byte);
+  REQUIRE(link.beta_s_per_byte == Approx(beta).epsilon(1e-9));
+  REQUIRE(link.alpha_s == Approx(alpha).epsilon(1e-6));
+  REQUIRE(link.bits_per_s() == Approx(1e9).epsilon(1e-9));
+}
+
+TEST_CASE("ex10.1 noise of ±3 % of α on every timing, sizes repeated: α and β within 5 %", "[ex10.1]") {
+  const double alpha = 200e-6, beta = 8.0 / 100e6;  // 100 Mbit/s
+  std::vector<ch10::Timing> timings;
+  const double noise[] = {1.03, 0.97, 1.01, 0.99, 1.02, 0.98};
+  int k = 0;
+  for (int repeat = 0; repeat < 3; ++repeat)
+    for (int64_t n : ping_pong_sizes()) timings.push_back({n, alpha * noise[k++ % 6] + static_cast<double>(n) * beta});
+  const ch10::Link link = ch10::fit_link(timings);
+  CAPTURE(link.alpha_s, link.beta_s_per_byte);
+  REQUIRE(link.beta_s_per_byte == Approx(beta).epsilon(0.05));
+  REQUIRE(link.alpha_s == Approx(alpha).epsilon(0.05));
+}
+
+TEST_CASE("ex10.1 the fit is in seconds, not in logarithms: a burst that carries the first 64 KiB free leaves β alone",
+          "[ex10.1]") {
+  // A shaped link (tbf) lets a burst through at no rate: up to 64 KiB cost
+  // only α here, larger messages α + (n − 64 KiB)·β. β is the slope where
+  // bytes dominate. Least squares on the seconds finds it (within 0.1 %); a
+  // fit of relative errors (what a line through log t weighs) follows the
+  // many small messages and finds a twentieth of it.
+  const double alpha = 50e-6, beta = 8.0 / 1e9;
+  std::vector<ch10::Timing> timings;
+  for (int64_t n : ping_pong_sizes())
+    timings.push_back({n, alpha + static_cast<double>(std::max<int64_t>(0, n - 65536)) * beta});
+  const ch10::Link link = ch10::fit_link(timings);
+  CAPTURE(link.alpha_s, link.beta_s_per_byte);
+  REQUIRE(link.beta_s_per_byte == Approx(beta).epsilon(0.01));
+}
+
+TEST_CASE("ex10.1 one size is not a line", "[ex10.1]") {
+  REQUIRE(ch10::fit_link({{0, 1e-3}, {1000, 2e-3}}).beta_s_per_byte == Approx(1e-6));
+  REQUIRE_THROWS_AS(ch10::fit_link({{1024, 1e-3}, {1024, 1.1e-3}}), workbook::UserError);
+  REQUIRE_THROWS_AS(ch10::fit_link({}), workbook::UserError);
+}

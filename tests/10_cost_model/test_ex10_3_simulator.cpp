@@ -1,0 +1,121 @@
+// Tests for ex10.3: the simulator's clocks. Chapter 4's ring, run unchanged
+// on simulated ranks, must take exactly the closed form's time; schedules
+// small enough to time by hand pin down what each clock may and may not do.
+#include "catch2_compat.hpp"
+
+#include "ring.hpp"
+#include "simulator.hpp"
+#include "workbook/errors.hpp"
+
+using Catch::Matchers::ContainsSubstring;
+
+namespace {
+
+const ch10::Link kGigabit{25e-6, 8.0 / 1e9};  // 25 µs, 1 Gbit/s
+
+torch::Tensor rank_values(int rank, int64_t count) {
+  return torch::arange(count, torch::kFloat32).remainder(17) * static_cast<float>(rank + 1);
+}
+
+}  // namespace
+
+TEST_CASE("ex10.3 Chapter 4's ring all-reduce, simulated, takes the closed form's time to the last digit", "[ex10.3]") {
+  for (int p : {2, 3, 4, 5}) {
+    const int64_t count = 12000 * p;  // p equal segments: the closed form's n/p
+    std::vector<torch::Tensor> results(p);
+    const ch10::SimulatedRun run = ch10::simulate(p, kGigabit, [&](workbook::Communicator& comm) {
+      torch::Tensor buffer = rank_values(comm.rank(), count);
+      ch04::RingOptions whole_segments;
+      whole_segments.chunk_elements = count / p;  // one message per step, as the closed form counts them
+      ch04::ring_all_reduce(buffer, workbook::ReduceOp::Sum, comm, whole_segments);
+      results[comm.rank()] = buffer;
+    });
+    const double closed_form =
+        ch10::collective_cost(ch10::Collective::AllReduce, ch10::Algorithm::Ring, count * 4, p).seconds(kGigabit);
+    CAPTURE(p, run.seconds(), closed_form, run.messages);
+    REQUIRE(run.messages == 2 * (p - 1) * p);
+    REQUIRE(run.seconds() == Approx(closed_form).epsilon(1e-12));
+    for (int r = 0; r < p; ++r) {
+      CAPTURE(r, run.finish_s[r]);
+      REQUIRE(run.finish_s[r] == Approx(closed_form).epsilon(1e-12));
+      REQUIRE(torch::equal(results[r], rank_values(0, count) * static_cast<float>(p * (p + 1) / 2)));
+    }
+  }
+}
+
+TEST_CASE("ex10.3 a relay: a rank cannot pass on what it has not received", "[ex10.3]") {
+  // 0 → 1 → 2 → 3, each forwarding what it got: three messages one after
+  // another, (p − 1)(α + nβ); not one α + nβ, as if all three left at once.
+  const int64_t count = 250000;
+  const ch10::SimulatedRun run = ch10::simulate(4, kGigabit, [&](workbook::Communicator& comm) {
+    torch::Tensor buffer = torch::full({count}, static_cast<float>(comm.rank()));
+    if (comm.rank() > 0) comm.recv(buffer, comm.rank() - 1);
+    if (comm.rank() < 3) comm.send(buffer, comm.rank() + 1);
+    if (comm.rank() == 3) REQUIRE(buffer[0].item<float>() == 0.0f);
+  });
+  const double hop = kGigabit.seconds(count * 4.0);
+  CAPTURE(run.finish_s);
+  REQUIRE(run.finish_s[3] == Approx(3 * hop).epsilon(1e-12));
+  REQUIRE(run.finish_s[1] == Approx(2 * hop).epsilon(1e-12));  // received at 1 hop, its own send arrived at 2
+}
+
+TEST_CASE("ex10.3 a rank that computes first receives late, and never goes back in time", "[ex10.3]") {
+  const ch10::SimulatedRun run = ch10::simulate(2, kGigabit, [&](workbook::Communicator& comm) {
+    torch::Tensor buffer = torch::zeros({1000});
+    if (comm.rank() == 0) comm.send(buffer, 1);
+    if (comm.rank() == 1) {
+      ch10::compute_for(comm, 1.0);  // long after the message arrived
+      comm.recv(buffer, 0);
+    }
+  });
+  CAPTURE(run.finish_s);
+  REQUIRE(run.finish_s[0] == Approx(kGigabit.seconds(4000)).epsilon(1e-12));
+  REQUIRE(run.finish_s[1] == Approx(1.0).epsilon(1e-12));
+}
+
+TEST_CASE("ex10.3 one link: two messages handed to it at once arrive one after the other", "[ex10.3]") {
+  const int64_t count = 100000;
+  std::vector<double> arrived(3);
+  const ch10::SimulatedRun run = ch10::simulate(3, kGigabit, [&](workbook::Communicator& comm) {
+    torch::Tensor out = torch::ones({count}), in = torch::zeros({count});
+    if (comm.rank() == 0) {
+      workbook::PendingExchange first = comm.start_exchange(out, 1, in, 1);
+      torch::Tensor in2 = torch::zeros({count});
+      workbook::PendingExchange second = comm.start_exchange(out, 2, in2, 2);
+      first.wait();
+      second.wait();
+    } else {
+      comm.exchange(out, 0, in, 0);
+    }
+  });
+  const double hop = kGigabit.seconds(count * 4.0);
+  CAPTURE(run.finish_s);
+  // Rank 1 gets rank 0's first message at one hop; rank 2 the second at two:
+  // it waited for the link.
+  REQUIRE(run.finish_s[1] == Approx(hop).epsilon(1e-12));
+  REQUIRE(run.finish_s[2] == Approx(2 * hop).epsilon(1e-12));
+  REQUIRE(run.finish_s[0] == Approx(2 * hop).epsilon(1e-12));
+}
+
+TEST_CASE("ex10.3 the simulator's own refusals: a deadlock, a collective", "[ex10.3]") {
+  // Each rank sends first, then receives: fine (sends are buffered). Then
+  // both receive first: every rank waits, none for a message there.
+  const ch10::SimulatedRun fine = ch10::simulate(2, kGigabit, [&](workbook::Communicator& comm) {
+    torch::Tensor t = torch::zeros({10});
+    comm.send(t, 1 - comm.rank());
+    comm.recv(t, 1 - comm.rank());
+  });
+  REQUIRE(fine.seconds() == Approx(kGigabit.seconds(40)).epsilon(1e-12));
+  REQUIRE_THROWS_WITH(ch10::simulate(2, kGigabit,
+                                     [&](workbook::Communicator& comm) {
+                                       torch::Tensor t = torch::zeros({10});
+                                       comm.recv(t, 1 - comm.rank());
+                                     }),
+                      ContainsSubstring("that no rank will send"));
+  REQUIRE_THROWS_WITH(ch10::simulate(2, kGigabit,
+                                     [&](workbook::Communicator& comm) {
+                                       torch::Tensor t = torch::zeros({10});
+                                       comm.all_reduce(t, workbook::ReduceOp::Sum);
+                                     }),
+                      ContainsSubstring("point-to-point messages only"));
+}
