@@ -52,6 +52,13 @@ double slowest(workbook::Communicator& comm, double seconds) {
   return all.max().item<double>();
 }
 
+// Each element's slowest rank, so that every rank holds the same values.
+std::vector<double> slowest(workbook::Communicator& comm, const std::vector<double>& seconds) {
+  const torch::Tensor all = comm.all_gather(torch::tensor(seconds, torch::kFloat64));
+  const torch::Tensor most = std::get<0>(all.max(0)).contiguous();
+  return {most.data_ptr<double>(), most.data_ptr<double>() + most.numel()};
+}
+
 std::string bytes_text(double bytes) {
   if (bytes >= (1 << 20)) return fmt::format("{:g} MiB", bytes / (1 << 20));
   if (bytes >= 1024) return fmt::format("{:g} KiB", bytes / 1024);
@@ -225,7 +232,8 @@ std::vector<ch07::Layer> block_mlp_layers(ch09::BlockMlp& model) {
 // does (here about a fifth more). So the whole model's forward and
 // backward are timed too, without communication, and the layers' times are
 // scaled to add up to them. Every rank measures at once, as in a step
-// (they share the machine); the slowest rank's times are kept. And Adam's
+// (they share the machine); the slowest rank's times are kept, layer by
+// layer, so that every rank holds the same profile. And Adam's
 // step on every parameter.
 ch10::Profile measure_profile(workbook::Communicator& comm, ch09::BlockMlp& model, const torch::Tensor& images,
                               const torch::Tensor& labels) {
@@ -249,6 +257,15 @@ ch10::Profile measure_profile(workbook::Communicator& comm, ch09::BlockMlp& mode
     for (const torch::Tensor& p : layer.parameters) parameters += p.numel();
     profile.layers.push_back({layer.name, workbook::median(forward), workbook::median(backward), parameters});
     x = out.detach();
+  }
+  // Every rank must hold the same profile: the bucket cap chosen from it
+  // decides which gradients each rank exchanges together.
+  std::vector<double> layer_times;
+  for (const ch10::LayerProfile& layer : profile.layers) layer_times.push_back(layer.forward_s), layer_times.push_back(layer.backward_s);
+  layer_times = slowest(comm, layer_times);
+  for (size_t i = 0; i < profile.layers.size(); ++i) {
+    profile.layers[i].forward_s = layer_times[2 * i];
+    profile.layers[i].backward_s = layer_times[2 * i + 1];
   }
   torch::optim::Adam adam(model.parameters(), torch::optim::AdamOptions(1e-4));
   std::vector<double> forward, backward, optimizer;

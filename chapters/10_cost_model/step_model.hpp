@@ -58,8 +58,9 @@ StepPrediction predict_ddp_after_backward(const Profile& profile, const Link& li
 // optimizer steps once the last one has finished and backward is over.
 StepPrediction predict_ddp_buckets(const Profile& profile, const Link& link, int ranks, int64_t bucket_cap_bytes);
 
-// Given: the cap, among every cut between layers, whose prediction is least
-// (the first of equals), and the caps tried.
+// Given: the cap whose prediction is least (the first of equals), among the
+// bytes of every run of consecutive layers: a bucket can only close at a
+// layer's end, so no other cap gives different buckets.
 int64_t best_bucket_bytes(const Profile& profile, const Link& link, int ranks);
 
 // ---- ex10.5 -------------------------------------------------------------------
