@@ -1,4 +1,6 @@
-// layouts.cpp — ex10.5: ZeRO's stages and a pipeline of equal stages.
+// layouts.cpp — ex10.5: ZeRO's stages, a pipeline of equal stages, tensor parallel.
+#include <algorithm>
+
 #include "step_model.hpp"
 #include "workbook/errors.hpp"
 
@@ -15,6 +17,14 @@ StepPrediction predict_pipeline(const Profile& profile, const Link& link, int st
                                 int64_t boundary_bytes) {
   WB_CHECK(stages >= 1 && micro_batches >= 1, "predict_pipeline: {} stage(s), {} micro-batch(es)", stages,
            micro_batches);
+  StepPrediction prediction;
+  WB_NOT_IMPLEMENTED("ex10.5");  // TODO(ex10.5): your code here
+  return prediction;
+}
+
+StepPrediction predict_tensor_parallel(const Profile& profile, const Link& link, int ranks, int pairs,
+                                       int64_t activation_bytes) {
+  WB_CHECK(ranks >= 1 && pairs >= 0, "predict_tensor_parallel: {} rank(s), {} pair(s)", ranks, pairs);
   StepPrediction prediction;
   WB_NOT_IMPLEMENTED("ex10.5");  // TODO(ex10.5): your code here
   return prediction;

@@ -4,7 +4,8 @@
 //   mpirun -n 2 ch10_model --measure link
 //   mpirun -n 4 ch10_model --measure allreduce --algorithm ring|recursive_doubling|rabenseifner|workbook_ring
 //                          [--alpha S --beta S_PER_BYTE] [--max-bytes B] [--max-seconds S]
-//   mpirun -n 2 ch10_model --measure steps [--alpha S --beta S_PER_BYTE] [--blocks 8] [--width 512] [--batch 256]
+//   mpirun -n 2 ch10_model --measure steps|pipeline|tensor [--alpha S --beta S_PER_BYTE] [--blocks 8] [--width 512]
+//                          [--batch 256] [--steps 5]
 //   workbook model     (brings the emulated cluster up at each link rate, runs these, takes it down)
 //
 //   link       ping-pong between ranks 0 and 1 over sizes from 1 byte up,
@@ -21,16 +22,24 @@
 //              rank at once, then each layout's step predicted (ex10.4,
 //              ex10.5) and measured: DDP after backward, DDP with buckets
 //              (the best cap and others), ZeRO stages 1 to 3
-// Without --alpha and --beta, allreduce and steps fit the link first.
+//   pipeline   equal blocks (equal_blocks.hpp) in as many equal stages as
+//              ranks, GPipe and 1F1B with 1, 2, 4 and 8 micro-batches: each
+//              step predicted (ex10.5) and measured, and its measured idle
+//              share held against (p − 1)/(m + p − 1)
+//   tensor     the same blocks split over every rank (Chapter 8's layers):
+//              the step predicted (ex10.5) and measured
+// Without --alpha and --beta, every measurement but link fits the link first.
 // Rank 0 writes {"type": "model", "kind": ..., "predicted": s, "measured": s}
 // lines to --json; `workbook model` adds the nodes and the link.
 #include <fmt/format.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <map>
 
 #include "block_mlp.hpp"
 #include "cost_model.hpp"
+#include "equal_blocks.hpp"
 #include "reducer.hpp"
 #include "ring.hpp"
 #include "sharding.hpp"
@@ -206,6 +215,14 @@ struct StepsOptions {
   int steps = 5;
 };
 
+// --measure pipeline and tensor: equal blocks, the whole batch on every rank.
+struct LayoutOptions {
+  ch10::EqualBlocksOptions model;
+  int64_t batch = 256;
+  int steps = 5;
+  std::vector<int> micro_batches = {1, 2, 4, 8};
+};
+
 torch::Tensor loss_of(const torch::Tensor& logits, const torch::Tensor& labels) {
   return torch::nn::functional::cross_entropy(logits, labels);
 }
@@ -223,6 +240,32 @@ std::vector<ch07::Layer> block_mlp_layers(ch09::BlockMlp& model) {
                       }});
   layers.push_back({"output", m->output->parameters(), [m](const torch::Tensor& x) { return m->output->forward(x); }});
   return layers;
+}
+
+// Whole steps without communication, timed on every rank at once: the
+// slowest rank's median forward, backward and Adam's step on every parameter.
+struct WholeSteps {
+  double forward_s = 0.0, backward_s = 0.0, optimizer_s = 0.0;
+};
+WholeSteps time_whole_steps(workbook::Communicator& comm, torch::nn::Module& model,
+                            const std::function<torch::Tensor()>& loss) {
+  torch::optim::Adam adam(model.parameters(), torch::optim::AdamOptions(1e-4));
+  std::vector<double> forward, backward, optimizer;
+  for (int k = 0; k <= 7; ++k) {
+    adam.zero_grad();
+    double start = now_s();
+    torch::Tensor value = loss();
+    const double forward_s = now_s() - start;
+    start = now_s();
+    value.backward();
+    const double backward_s = now_s() - start;
+    start = now_s();
+    adam.step();
+    if (k > 0) forward.push_back(forward_s), backward.push_back(backward_s), optimizer.push_back(now_s() - start);
+  }
+  model.zero_grad();
+  return {slowest(comm, workbook::median(forward)), slowest(comm, workbook::median(backward)),
+          slowest(comm, workbook::median(optimizer))};
 }
 
 // Note: [a profile in layers, a total from whole steps]
@@ -267,25 +310,11 @@ ch10::Profile measure_profile(workbook::Communicator& comm, ch09::BlockMlp& mode
     profile.layers[i].forward_s = layer_times[2 * i];
     profile.layers[i].backward_s = layer_times[2 * i + 1];
   }
-  torch::optim::Adam adam(model.parameters(), torch::optim::AdamOptions(1e-4));
-  std::vector<double> forward, backward, optimizer;
-  for (int k = 0; k <= repeats; ++k) {
-    adam.zero_grad();
-    double start = now_s();
-    torch::Tensor loss = loss_of(model.forward(images), labels);
-    const double forward_s = now_s() - start;
-    start = now_s();
-    loss.backward();
-    const double backward_s = now_s() - start;
-    start = now_s();
-    adam.step();
-    if (k > 0) forward.push_back(forward_s), backward.push_back(backward_s), optimizer.push_back(now_s() - start);
-  }
-  const double forward_scale = slowest(comm, workbook::median(forward)) / profile.forward_s();
-  const double backward_scale = slowest(comm, workbook::median(backward)) / profile.backward_s();
+  const WholeSteps whole = time_whole_steps(comm, model, [&] { return loss_of(model.forward(images), labels); });
+  const double forward_scale = whole.forward_s / profile.forward_s();
+  const double backward_scale = whole.backward_s / profile.backward_s();
   for (ch10::LayerProfile& layer : profile.layers) layer.forward_s *= forward_scale, layer.backward_s *= backward_scale;
-  profile.optimizer_s = slowest(comm, workbook::median(optimizer));
-  model.zero_grad();
+  profile.optimizer_s = whole.optimizer_s;
   return profile;
 }
 
@@ -314,6 +343,22 @@ MeasuredStep measure_step(workbook::Communicator& comm, int steps, const std::fu
           (after.collectives() - before.collectives() - own_collectives) / steps};
 }
 
+// A layout's step, predicted and measured: a table row and a JSON line (rank 0's).
+void report_step(workbook::Program& program, const workbook::Table& table, const std::string& layout,
+                 const ch10::StepPrediction& predicted, double measured_s, nlohmann::json extra,
+                 const std::string& last_column) {
+  program.say("{}", table.row({layout, fmt::format("{:.1f}", measured_s * 1e3), fmt::format("{:.1f}", predicted.total_s() * 1e3),
+                               fmt::format("{:.2f}", predicted.total_s() / measured_s),
+                               fmt::format("{:.1f}", predicted.compute_s * 1e3),
+                               fmt::format("{:.1f}", predicted.exposed_s * 1e3), last_column}));
+  nlohmann::json line = {{"type", "model"}, {"kind", "step"}, {"layout", layout}, {"ranks", program.comm().size()},
+                         {"measured", measured_s}, {"predicted", predicted.total_s()},
+                         {"compute_s", predicted.compute_s}, {"communication_s", predicted.communication_s},
+                         {"exposed_s", predicted.exposed_s}};
+  line.update(extra);
+  program.json().write(line);
+}
+
 void measure_steps(workbook::Program& program, const ch10::Link& link, const StepsOptions& options) {
   workbook::Communicator& comm = program.comm();
   const int ranks = comm.size();
@@ -332,24 +377,13 @@ void measure_steps(workbook::Program& program, const ch10::Link& link, const Ste
               profile.parameters(), profile.parameter_bytes() / double(1 << 20));
 
   workbook::Table table({{"layout", 24}, {"measured ms", 12}, {"predicted ms", 12}, {"pred/meas", 9},
-                         {"compute", 8}, {"comm", 8}, {"exposed", 8}, {"sent MiB", 8}});
+                         {"compute", 8}, {"exposed", 8}, {"sent MiB", 8}});
   program.say("{}", table.header());
   auto report = [&](const std::string& layout, const ch10::StepPrediction& predicted, const MeasuredStep& measured,
                     nlohmann::json extra) {
-    program.say("{}", table.row({layout, fmt::format("{:.1f}", measured.seconds * 1e3),
-                                 fmt::format("{:.1f}", predicted.total_s() * 1e3),
-                                 fmt::format("{:.2f}", predicted.total_s() / measured.seconds),
-                                 fmt::format("{:.1f}", predicted.compute_s * 1e3),
-                                 fmt::format("{:.1f}", predicted.communication_s * 1e3),
-                                 fmt::format("{:.1f}", predicted.exposed_s * 1e3),
-                                 fmt::format("{:.2f}", measured.bytes_sent_per_step / double(1 << 20))}));
-    nlohmann::json line = {{"type", "model"}, {"kind", "step"}, {"layout", layout}, {"ranks", ranks},
-                           {"measured", measured.seconds}, {"predicted", predicted.total_s()},
-                           {"compute_s", predicted.compute_s}, {"communication_s", predicted.communication_s},
-                           {"exposed_s", predicted.exposed_s}, {"bytes_sent", measured.bytes_sent_per_step},
-                           {"collectives", measured.collectives_per_step}};
-    line.update(extra);
-    program.json().write(line);
+    extra.update({{"bytes_sent", measured.bytes_sent_per_step}, {"collectives", measured.collectives_per_step}});
+    report_step(program, table, layout, predicted, measured.seconds, extra,
+                fmt::format("{:.2f}", measured.bytes_sent_per_step / double(1 << 20)));
   };
 
   // DDP: Chapter 4's reducer, one bucket reduced after backward, then buckets overlapped.
@@ -395,6 +429,125 @@ void measure_steps(workbook::Program& program, const ch10::Link& link, const Ste
   }
 }
 
+// ---- a pipeline and tensor parallel, on equal blocks -------------------------------------
+
+// The equal-block model's profile: whole steps on `batch`, on every rank at
+// once, cut into its equal blocks.
+ch10::Profile measure_equal_profile(workbook::Communicator& comm, ch10::EqualBlocks& model, const torch::Tensor& batch) {
+  const WholeSteps whole = time_whole_steps(comm, model, [&] { return ch10::equal_blocks_loss(model.forward(batch)); });
+  ch10::Profile profile;
+  const int64_t blocks = model.options.blocks;
+  int64_t parameters = 0;
+  for (const torch::Tensor& p : model.parameters()) parameters += p.numel();
+  for (int64_t b = 0; b < blocks; ++b)
+    profile.layers.push_back({fmt::format("block{}", b), whole.forward_s / blocks, whole.backward_s / blocks,
+                              parameters / blocks});
+  profile.optimizer_s = whole.optimizer_s;
+  return profile;
+}
+
+// Note: [the bubble, measured] Each stage times its own forwards and
+// backwards (busy) and the step's schedule; a step lasts as long as its
+// slowest stage's schedule, and a stage's idle share is what of that it was
+// not busy: waiting for a neighbour, in the bubble or for a message. The
+// share is averaged over the stages and its median taken over the steps,
+// to be held against (p − 1)/(m + p − 1), which counts only the bubble.
+void measure_pipeline(workbook::Program& program, const ch10::Link& link, const LayoutOptions& options) {
+  workbook::Communicator& comm = program.comm();
+  const int stages = comm.size();
+  WB_CHECK(options.model.blocks % stages == 0, "--measure pipeline: {} blocks do not cut into {} equal stages",
+           options.model.blocks, stages);
+  torch::manual_seed(1000);  // every stage the same batch: the first feeds it, the others take its shape
+  const torch::Tensor batch = torch::randn({options.batch, options.model.width});
+  auto fresh_model = [&] {
+    torch::manual_seed(7);
+    return std::make_shared<ch10::EqualBlocks>(options.model);
+  };
+  // Note: [a micro-batch's time, measured at its size] A micro-batch of 32
+  // rows takes more than an eighth of a batch of 256's time: smaller matrix
+  // products keep the core less busy. So each m's profile is measured at
+  // batch / m rows and counted m times.
+  std::map<int, ch10::Profile> profiles;
+  for (const int m : options.micro_batches) {
+    if (options.batch % m != 0) continue;
+    ch10::Profile& profile = profiles[m];
+    profile = measure_equal_profile(comm, *fresh_model(), batch.narrow(0, 0, options.batch / m));
+    for (ch10::LayerProfile& layer : profile.layers) layer.forward_s *= m, layer.backward_s *= m;
+    program.say("profile of {} equal blocks of width {} (slowest rank), {} micro-batch(es) of {} rows: "
+                "forward {:.1f} ms, backward {:.1f} ms, Adam {:.1f} ms",
+                options.model.blocks, options.model.width, m, options.batch / m, profile.forward_s() * 1e3,
+                profile.backward_s() * 1e3, profile.optimizer_s * 1e3);
+  }
+  program.say("{} stages of {} blocks each", stages, options.model.blocks / stages);
+  workbook::Table table({{"layout", 12}, {"measured ms", 12}, {"predicted ms", 12}, {"pred/meas", 9},
+                         {"compute", 8}, {"exposed", 8}, {"idle: measured / predicted / (p-1)/(m+p-1)", 42}});
+  program.say("{}", table.header());
+  for (const ch10::PipelineSchedule schedule : {ch10::PipelineSchedule::GPipe, ch10::PipelineSchedule::OneFOneB}) {
+    for (const auto& micro_profile : profiles) {
+      const int m = micro_profile.first;  // a name of its own: the step's lambda captures it
+      const ch10::Profile& profile = micro_profile.second;
+      auto model = fresh_model();
+      torch::optim::Adam adam(ch10::stage_parameters(*model, comm.rank(), stages), torch::optim::AdamOptions(1e-4));
+      std::vector<double> busy, schedule_s;
+      const MeasuredStep measured = measure_step(comm, options.steps, [&] {
+        adam.zero_grad();
+        const ch10::StageTimes times = ch10::pipeline_step(*model, comm, schedule, batch, m);
+        adam.step();
+        busy.push_back(times.busy_s), schedule_s.push_back(times.step_s);
+      });
+      // Note [the bubble, measured]: the timed steps only (the first two warmed up).
+      const int64_t timed = options.steps, first = static_cast<int64_t>(busy.size()) - timed;
+      const torch::Tensor all_busy = comm.all_gather(torch::tensor(std::vector<double>(busy.begin() + first, busy.end()), torch::kFloat64));
+      const torch::Tensor all_steps = comm.all_gather(torch::tensor(std::vector<double>(schedule_s.begin() + first, schedule_s.end()), torch::kFloat64));
+      const torch::Tensor idle = (1 - all_busy / std::get<0>(all_steps.max(0))).mean(0);  // per step, over the stages
+      std::vector<double> idle_per_step(idle.data_ptr<double>(), idle.data_ptr<double>() + idle.numel());
+      const double idle_share = workbook::median(idle_per_step);
+      const int64_t boundary_bytes = options.batch / m * options.model.width * 4;
+      const ch10::StepPrediction predicted = ch10::predict_pipeline(profile, link, stages, m, boundary_bytes);
+      // The prediction's idle share: of the schedule (the step less the optimizer), what is not compute.
+      const double optimizer_s = profile.optimizer_s / stages;
+      const double idle_predicted = 1 - (predicted.compute_s - optimizer_s) / (predicted.total_s() - optimizer_s);
+      report_step(program, table, fmt::format("{} m={}", ch10::schedule_name(schedule), m), predicted,
+                  measured.seconds,
+                  {{"micro_batches", m}, {"idle_measured", idle_share}, {"idle_predicted", idle_predicted},
+                   {"bubble", ch10::bubble_fraction(stages, m)}},
+                  fmt::format("{:.2f} / {:.2f} / {:.2f}", idle_share, idle_predicted, ch10::bubble_fraction(stages, m)));
+    }
+  }
+}
+
+// Tensor parallel over every rank: each block split (Chapter 8's layers),
+// every rank on the same batch.
+void measure_tensor_parallel(workbook::Program& program, const ch10::Link& link, const LayoutOptions& options) {
+  workbook::Communicator& comm = program.comm();
+  // Every rank the same batch. It stands for what a layer before the blocks
+  // (a transformer's embedding) hands them, whose gradient the first block's
+  // f all-reduces as every other block's does: it requires a gradient.
+  torch::manual_seed(1000);
+  const torch::Tensor batch = torch::randn({options.batch, options.model.width}).requires_grad_(true);
+  torch::manual_seed(7);
+  ch10::EqualBlocks full(options.model);
+  const ch10::Profile profile = measure_equal_profile(comm, full, batch);
+  program.say("profile of {} equal blocks of width {} (slowest rank, batch {}, whole on every rank): "
+              "forward {:.1f} ms, backward {:.1f} ms, Adam {:.1f} ms",
+              options.model.blocks, options.model.width, options.batch, profile.forward_s() * 1e3,
+              profile.backward_s() * 1e3, profile.optimizer_s * 1e3);
+  workbook::Table table({{"layout", 16}, {"measured ms", 12}, {"predicted ms", 12}, {"pred/meas", 9},
+                         {"compute", 8}, {"exposed", 8}, {"all-reduces", 11}});
+  program.say("{}", table.header());
+  ch10::TensorParallelBlocks split(full, comm);
+  torch::optim::Adam adam(split.parameters(), torch::optim::AdamOptions(1e-4));
+  const MeasuredStep measured = measure_step(comm, options.steps, [&] {
+    adam.zero_grad();
+    ch10::equal_blocks_loss(split.forward(batch)).backward();
+    adam.step();
+  });
+  const int64_t activation_bytes = options.batch * options.model.width * 4;
+  report_step(program, table, "tensor_parallel",
+              ch10::predict_tensor_parallel(profile, link, comm.size(), static_cast<int>(options.model.blocks), activation_bytes),
+              measured.seconds, {{"activation_bytes", activation_bytes}}, std::to_string(measured.collectives_per_step));
+}
+
 int model_main(workbook::Program& program) {
   std::string measure = "link", algorithm = "ring";
   std::optional<double> alpha, beta;
@@ -403,11 +556,14 @@ int model_main(workbook::Program& program) {
   bool quick = false;
   StepsOptions steps;
   steps.model.dropout = 0.0;
+  LayoutOptions layouts;
+  int64_t blocks = 8, width = 512;
+  int timed_steps = 5;
   program.flags().batch = 256;
   program.flags().threads = 1;
   CLI::App& app = program.cli();
-  app.add_option("--measure", measure, "link, allreduce or steps")
-      ->check(CLI::IsMember({"link", "allreduce", "steps"}))
+  app.add_option("--measure", measure, "link, allreduce, steps, pipeline or tensor")
+      ->check(CLI::IsMember({"link", "allreduce", "steps", "pipeline", "tensor"}))
       ->capture_default_str();
   app.add_option("--algorithm", algorithm, "allreduce: ring, recursive_doubling, rabenseifner (Open MPI's) or workbook_ring")
       ->check(CLI::IsMember({"ring", "recursive_doubling", "rabenseifner", "workbook_ring"}))
@@ -418,18 +574,24 @@ int model_main(workbook::Program& program) {
       ->capture_default_str();
   app.add_option("--max-seconds", max_seconds, "allreduce: skip sizes predicted to take longer")
       ->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--blocks", steps.model.blocks, "steps: BlockMlp's blocks")->check(CLI::PositiveNumber)
+  app.add_option("--blocks", blocks, "steps, pipeline, tensor: the model's blocks")->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--width", steps.model.width, "steps: the blocks' width")->check(CLI::PositiveNumber)
+  app.add_option("--width", width, "steps, pipeline, tensor: the blocks' width")->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--steps", steps.steps, "steps: timed steps per layout")->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  app.add_option("--steps", timed_steps, "steps, pipeline, tensor: timed steps per layout")
+      ->check(CLI::PositiveNumber)->capture_default_str();
   app.add_flag("--quick", quick, "fewer and smaller sizes, fewer steps (CI)");
   const workbook::TrainFlags& flags = program.parse();
   WB_CHECK(alpha.has_value() == beta.has_value(), "--alpha and --beta go together (or neither: the link is fitted)");
+  if (quick) max_bytes = std::min<int64_t>(max_bytes, 4 << 20), timed_steps = std::min(timed_steps, 3);
+  steps.model.blocks = layouts.model.blocks = blocks;
+  steps.model.width = layouts.model.width = width;
+  steps.steps = layouts.steps = timed_steps;
   steps.local_batch = program.local_batch(flags.batch);
-  if (quick) max_bytes = std::min<int64_t>(max_bytes, 4 << 20), steps.steps = std::min(steps.steps, 3);
-  if (measure != "link") force_open_mpi_algorithm(measure == "steps" || algorithm == "workbook_ring" ? "ring" : algorithm);
+  layouts.batch = flags.batch;  // a pipeline's stages and a tensor group's ranks share one batch
+  if (quick) layouts.micro_batches = {1, 4};
+  if (measure != "link")
+    force_open_mpi_algorithm(measure == "allreduce" && algorithm != "workbook_ring" ? algorithm : "ring");
   workbook::Communicator& comm = program.connect();
   WB_CHECK(comm.size() >= 2, "{} needs 2 ranks or more, got {}", program.name(), comm.size());
   const bool power_of_two = (comm.size() & (comm.size() - 1)) == 0;
@@ -440,6 +602,8 @@ int model_main(workbook::Program& program) {
       alpha ? ch10::Link{*alpha, *beta} : measure_link(program, quick || measure != "link");
   if (measure == "allreduce") measure_allreduce(program, algorithm, link, max_bytes, max_seconds);
   if (measure == "steps") measure_steps(program, link, steps);
+  if (measure == "pipeline") measure_pipeline(program, link, layouts);
+  if (measure == "tensor") measure_tensor_parallel(program, link, layouts);
   workbook::BenchResult result;
   result.config = measure == "allreduce" ? fmt::format("allreduce {}", algorithm) : measure;
   result.headline = {{"alpha", link.alpha_s}, {"beta", link.beta_s_per_byte}};

@@ -6,8 +6,9 @@
 //                                 bucket 0 ═══╗ 1 ════╩═ ... ─ step   (overlapped)
 //   ZeRO 1, 2            forward ─ backward ─ reduce-scatter ─ step(shard) ─ all-gather
 //   ZeRO 3               per layer: all-gather ─ forward ... all-gather ─ backward ─ reduce-scatter
-//   pipeline (GPipe, 1F1B) m micro-batches through p equal stages:
-//                        (m + p − 1) slots of one micro-batch's forward and backward on one stage
+//   pipeline (GPipe, 1F1B) m micro-batches through p equal stages and the p − 1 links between them:
+//                        (m + p − 1) slots of one micro-batch's forward and backward on one stage, free link
+//   tensor parallel      per pair of layers: forward ─ all-reduce(activation) ... backward ─ all-reduce(gradient)
 #pragma once
 #include <cstdint>
 #include <string>
@@ -76,12 +77,24 @@ StepPrediction predict_zero(int stage, const Profile& profile, const Link& link,
 // A pipeline of `stages` equal stages (one per rank; each runs 1/stages of
 // the layers' time), `micro_batches` micro-batches, and `boundary_bytes`
 // crossing each stage boundary per micro-batch (the activation forward, its
-// gradient back): (m + p − 1) slots, each one micro-batch's forward and
-// backward on one stage plus the two messages it waits for. GPipe and 1F1B
-// take the same time (1F1B holds fewer activations); the bubble is the
-// (p − 1) / (m + p − 1) of the slots where a stage waits.
+// gradient back). Each link is one more stage of the pipeline, one message
+// long: the forwards take p forwards and p − 1 messages for the first
+// micro-batch, then one slowest stage (a forward or a message) for each
+// other; the backwards the same. A message the link carries while the
+// stages compute costs nothing more. GPipe and 1F1B take the same time
+// (1F1B holds fewer activations); on a free link a stage waits
+// (p − 1) / (m + p − 1) of the step: the bubble.
 StepPrediction predict_pipeline(const Profile& profile, const Link& link, int stages, int micro_batches,
                                 int64_t boundary_bytes);
 double bubble_fraction(int stages, int micro_batches);  // given: (p − 1) / (m + p − 1)
+
+// Tensor parallel over `ranks` (Chapter 8's column- and row-parallel pairs),
+// every layer of the profile split: each rank computes 1/ranks of every
+// layer and steps the optimizer on 1/ranks of the parameters. Each of the
+// `pairs` all-reduces its output, `activation_bytes`, in forward (g) and
+// its input's gradient, as many bytes, in backward (f), with ring
+// all-reduces that nothing overlaps: the next layer needs their sums.
+StepPrediction predict_tensor_parallel(const Profile& profile, const Link& link, int ranks, int pairs,
+                                       int64_t activation_bytes);
 
 }  // namespace ch10

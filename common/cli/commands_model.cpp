@@ -7,6 +7,9 @@
 //   --measure allreduce   per algorithm, each size's all-reduce time predicted
 //                         from the fitted α and β, and measured
 //   --measure steps       (2 nodes only) a training step per layout, predicted and measured
+//   --measure pipeline    (2 nodes only) a pipeline of equal stages, GPipe and 1F1B with
+//                         m micro-batches: its step and the share of it each stage waits
+//   --measure tensor      (2 nodes only) the same blocks tensor-parallel over both nodes
 //
 // Each run writes JSON lines into a file of its own beside the output; their
 // "model" lines are appended to build/<preset>/model/model.jsonl (after one
@@ -14,7 +17,7 @@
 // "link_bits_per_s") and "ratio" = predicted / measured; a run that failed
 // leaves a "model" line of kind "error". Printed: a table per configuration
 // and a summary of the worst |ratio - 1|; `workbook report` draws the file
-// (model_allreduce_*.png, model_steps.png).
+// (model_allreduce_*.png, model_steps.png, model_bubble.png).
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -109,7 +112,7 @@ bool run_model(ModelRuns& runs, const std::string& what, const std::vector<std::
 }
 
 // Every measurement of one configuration: the link, then each all-reduce
-// with the fitted α and β, then (2 nodes) the steps.
+// with the fitted α and β, then (2 nodes) the steps, the pipeline and tensor parallel.
 void measure(ModelRuns& runs, bool quick, bool steps, const fs::path& dir, std::ofstream& out) {
   std::vector<std::string> more;
   if (quick) more.push_back("--quick");
@@ -132,7 +135,9 @@ void measure(ModelRuns& runs, bool quick, bool steps, const fs::path& dir, std::
   for (const char* algorithm : model_algorithms)
     run_model(runs, fmt::format("allreduce {}", algorithm), with({"--measure", "allreduce", "--algorithm", algorithm}),
               dir, out);
-  if (steps) run_model(runs, "steps", with({"--measure", "steps"}), dir, out);
+  if (!steps) return;
+  for (const char* layouts : {"steps", "pipeline", "tensor"})
+    run_model(runs, layouts, with({"--measure", layouts}), dir, out);
 }
 
 // What a line measured, as the tables name it: "pingpong", "allreduce ring", "step zero3".

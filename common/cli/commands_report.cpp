@@ -16,6 +16,8 @@
 //                 line and measured as points of the same colour; the fitted alpha and beta
 //   model_steps.png  (`workbook model`, 2 nodes) a training step's time per layout: predicted
 //                 (dashed) and measured (points), a colour per link, log y
+//   model_bubble.png  (`workbook model`, 2 nodes) a pipeline's measured idle share against its
+//                 micro-batches, per schedule and link, beside (p - 1)/(m + p - 1)
 //
 // Each plot's data (NAME.dat) and script (NAME.gp) are left beside it in DIR:
 // `gnuplot DIR/NAME.gp` draws it again after an edit.
@@ -453,7 +455,61 @@ Plot model_steps_plot(const std::vector<Line>& lines, bool several_files) {
   for (size_t i = 0; i < layouts.size(); ++i) tics.push_back(fmt::format("{} {}", gnuplot_quoted(layouts[i]), i));
   plot.settings = {fmt::format("set xtics ({})", fmt::join(tics, ", ")),
                    fmt::format("set xrange [-0.5:{}]", static_cast<double>(layouts.size()) - 0.5),
-                   "set logscale y 10", "set format y '%g'", "set key top left box opaque"};
+                   "set xtics rotate by -35", "set logscale y 10", "set format y '%g'",
+                   "set key top left box opaque"};
+  return plot;
+}
+
+// model_bubble: a pipeline's idle share per stage against its micro-batches,
+// a colour per link: measured (points: circles GPipe, squares 1F1B) and
+// predicted from the fitted link (dashed), beside the free link's
+// (p − 1)/(m + p − 1) (black, a line per pipeline depth).
+Plot model_bubble_plot(const std::vector<Line>& lines, bool several_files) {
+  Plot plot{"model_bubble",
+            "A pipeline of equal stages: the share of a step each stage waits, measured (points), "
+            "predicted (dashed), and (p - 1)/(m + p - 1) (black)",
+            "micro-batches m", "idle share of the step", {}, "", {}};
+  struct LinkSeries {
+    std::map<std::string, Series> measured;  // per schedule
+    Series predicted;
+  };
+  std::map<std::pair<double, std::string>, LinkSeries> by_link;  // (rate, name)
+  std::map<int, Series> formula;                                 // per depth p
+  for (const Line& line : lines) {
+    const nlohmann::json& v = line.value;
+    if (!is_model(v, "step") || !std::isfinite(model_number(v, "idle_measured"))) continue;
+    const double m = model_number(v, "micro_batches");
+    const std::string layout = v.value("layout", "?"), schedule = layout.substr(0, layout.find(' '));
+    const std::string name = fmt::format("{} nodes at {}{}", v.value("nodes", 0), v.value("link", "?"),
+                                         from(line, several_files));
+    LinkSeries& link = by_link[{v.value("link_bits_per_s", 0.0), name}];
+    Series& measured = link.measured[schedule];
+    measured.title = schedule + ", " + name + ": measured";
+    measured.points.push_back({m, model_number(v, "idle_measured")});
+    if (std::isfinite(model_number(v, "idle_predicted"))) {
+      link.predicted.title = name + ": predicted";
+      link.predicted.points.push_back({m, model_number(v, "idle_predicted")});
+    }
+    Series& curve = formula[v.value("ranks", 0)];
+    curve.title = fmt::format("(p - 1)/(m + p - 1), p = {}", v.value("ranks", 0));
+    curve.points.push_back({m, model_number(v, "bubble")});
+  }
+  auto add = [&](Series series, const std::string& style) {
+    std::sort(series.points.begin(), series.points.end());
+    series.points.erase(std::unique(series.points.begin(), series.points.end()), series.points.end());
+    series.style = style;
+    plot.series.push_back(std::move(series));
+  };
+  for (const auto& [p, curve] : formula) add(curve, "lines linewidth 2 linecolor rgb 'black'");
+  size_t colour = 0;
+  for (const auto& [key, link] : by_link) {
+    const char* rgb = model_colour(colour++);
+    if (!link.predicted.points.empty())
+      add(link.predicted, fmt::format("lines dashtype 2 linewidth 2 linecolor rgb '{}'", rgb));
+    for (const auto& [schedule, measured] : link.measured)
+      add(measured, fmt::format("points pointtype {} pointsize 1.5 linecolor rgb '{}'", schedule == "gpipe" ? 7 : 5, rgb));
+  }
+  plot.settings = {"set logscale x 2", "set format x '%g'", "set yrange [0:*]", "set key bottom left box opaque"};
   return plot;
 }
 
@@ -596,6 +652,7 @@ int cmd_report(const std::vector<std::string>& files_given, const std::optional<
   if (model_plots.empty()) model_plots.push_back({"model_allreduce_*", "", "", "", {}, "", {}});  // to say it is skipped
   plots.insert(plots.end(), model_plots.begin(), model_plots.end());
   plots.push_back(model_steps_plot(lines, several));
+  plots.push_back(model_bubble_plot(lines, several));
   const std::map<std::string, std::string> needs = {
       {"speedup", "tour rows, or `workbook bench` scaling lines"},
       {"busbw", "bench_bandwidth lines (the tour's ch04 row, or `workbook bench ch04 --json FILE`)"},
@@ -604,7 +661,8 @@ int cmd_report(const std::vector<std::string>& files_given, const std::optional<
       {"memory", "ch07 bench rows (`workbook bench ch07 --json FILE`)"},
       {"steps", "steps_to_target lines (`workbook run ch06 --ranks 2 --sweep -- --json FILE`)"},
       {"model_allreduce_*", "model lines of kind allreduce or pingpong (`workbook model`)"},
-      {"model_steps", "model lines of kind step (`workbook model` on 2 nodes)"}};
+      {"model_steps", "model lines of kind step (`workbook model` on 2 nodes)"},
+      {"model_bubble", "model lines of kind step with idle_measured (`workbook model`'s pipelines)"}};
   int drawn = 0;
   for (const Plot& plot : plots) {
     if (plot.series.empty()) {

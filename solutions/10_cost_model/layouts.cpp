@@ -1,4 +1,6 @@
-// layouts.cpp — ex10.5: ZeRO's stages and a pipeline of equal stages.
+// layouts.cpp — ex10.5: ZeRO's stages, a pipeline of equal stages, tensor parallel.
+#include <algorithm>
+
 #include "step_model.hpp"
 #include "workbook/errors.hpp"
 
@@ -34,14 +36,31 @@ StepPrediction predict_pipeline(const Profile& profile, const Link& link, int st
   StepPrediction prediction;
   // BEGIN SOLUTION ex10.5
   const double p = stages, m = micro_batches;
-  // One micro-batch's forward and backward on one stage: 1/(p·m) of the model's.
-  const double slot_compute_s = (profile.forward_s() + profile.backward_s()) / (p * m);
-  const double message_s = stages > 1 ? 2 * link.seconds(static_cast<double>(boundary_bytes)) : 0.0;
-  const double slots = m + p - 1;
-  prediction.compute_s = m * slot_compute_s + profile.optimizer_s / p;  // what one stage computes
-  prediction.communication_s = slots * message_s;
-  // The step: every slot, computing or waiting in the bubble, and the optimizer on this stage's layers.
-  prediction.exposed_s = slots * (slot_compute_s + message_s) + profile.optimizer_s / p - prediction.compute_s;
+  // One micro-batch's forward, and its backward, on one stage: 1/(p·m) of the model's.
+  const double forward_s = profile.forward_s() / (p * m), backward_s = profile.backward_s() / (p * m);
+  const double message_s = stages > 1 ? link.seconds(static_cast<double>(boundary_bytes)) : 0.0;
+  // Each link is one more stage: a micro-batch passes p stages and p − 1
+  // links, and the next follows one slowest stage behind it.
+  const double forwards = p * forward_s + (p - 1) * message_s + (m - 1) * std::max(forward_s, message_s);
+  const double backwards = p * backward_s + (p - 1) * message_s + (m - 1) * std::max(backward_s, message_s);
+  prediction.compute_s = m * (forward_s + backward_s) + profile.optimizer_s / p;  // what one stage computes
+  prediction.communication_s = 2 * m * message_s;  // a middle stage's: an activation and a gradient per micro-batch
+  prediction.exposed_s = forwards + backwards + profile.optimizer_s / p - prediction.compute_s;
+  // END SOLUTION
+  return prediction;
+}
+
+StepPrediction predict_tensor_parallel(const Profile& profile, const Link& link, int ranks, int pairs,
+                                       int64_t activation_bytes) {
+  WB_CHECK(ranks >= 1 && pairs >= 0, "predict_tensor_parallel: {} rank(s), {} pair(s)", ranks, pairs);
+  StepPrediction prediction;
+  // BEGIN SOLUTION ex10.5
+  prediction.compute_s = (profile.forward_s() + profile.backward_s() + profile.optimizer_s) / ranks;
+  // Two all-reduces per pair, one in each direction, each its own α's.
+  const double all_reduce_s =
+      collective_cost(Collective::AllReduce, Algorithm::Ring, activation_bytes, ranks).seconds(link);
+  prediction.communication_s = 2 * pairs * all_reduce_s;
+  prediction.exposed_s = prediction.communication_s;
   // END SOLUTION
   return prediction;
 }

@@ -14,8 +14,15 @@ if(TARGET ch10_model_solution)
            --max-bytes 65536 --quick)
   add_test(NAME ch10_model_steps COMMAND ${mpi2} ${ch10} --measure steps --alpha 1e-5 --beta 1e-9 --blocks 2
            --width 64 --batch 32 --steps 1)
-  set_tests_properties(ch10_model_allreduce ch10_model_steps PROPERTIES LABELS "solution;ch10;mpi" TIMEOUT 300
+  add_test(NAME ch10_model_pipeline COMMAND ${mpi2} ${ch10} --measure pipeline --alpha 1e-5 --beta 1e-9 --blocks 2
+           --width 64 --batch 32 --steps 1)
+  add_test(NAME ch10_model_tensor COMMAND ${mpi2} ${ch10} --measure tensor --alpha 1e-5 --beta 1e-9 --blocks 2
+           --width 64 --batch 32 --steps 1)
+  set_tests_properties(ch10_model_allreduce ch10_model_steps ch10_model_pipeline ch10_model_tensor PROPERTIES
+                       LABELS "solution;ch10;mpi" TIMEOUT 300
                        ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+  workbook_expect_error(ch10_model_unequal_stages "solution;ch10;mpi" 2 "3 blocks do not cut into 2 equal stages"
+                        ${mpi2} ${ch10} --measure pipeline --alpha 1e-5 --beta 1e-9 --blocks 3 --width 64 --batch 32)
   # A rank killed between steps: the survivor names the call it was in.
   workbook_expect_failure_within(ch10_model_dead_rank "solution;ch10;mpi" 60 "rank 0 of 2: stopped by a signal while in"
     ${mpi2} sh ${CMAKE_SOURCE_DIR}/tests/support/kill_rank_after.sh 1 3 ${ch10}

@@ -21,6 +21,8 @@ EXPECTED = {  # plot -> the least number of series the fixture's lines make
     "model_allreduce_2nodes_100mbit.png": 10,
     "model_allreduce_2nodes_1gbit.png": 10,
     "model_steps.png": 4,
+    # the pipelines: (p - 1)/(m + p - 1) for p = 2; per link, predicted and GPipe and 1F1B measured
+    "model_bubble.png": 7,
 }
 NOT_DRAWN = ["model_allreduce_4nodes_1gbit.png"]  # model.jsonl has only an "error" line there
 
