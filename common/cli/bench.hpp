@@ -28,7 +28,20 @@ struct ScalingRuns {
   std::vector<Impl> impls;
 };
 
-using JsonFile = std::optional<std::ofstream>;  // --json's file, when given
+// Every summary line of a bench run, each marked with its part ("part": i):
+// the predictions are read from them; with --json they go to its file too.
+class JsonFile {
+ public:
+  void open(const std::string& file);  // --json FILE
+  bool is_open() const { return file_.has_value() && file_->is_open(); }
+  void write(nlohmann::json line);     // marks it with `part`, keeps it, writes it where --json says
+  int part = 0;                        // the part whose lines are written now
+  const std::vector<nlohmann::json>& lines() const { return lines_; }
+
+ private:
+  std::optional<std::ofstream> file_;
+  std::vector<nlohmann::json> lines_;
+};
 
 // Each prints a part's table of medians and its note, writes the summary
 // lines to `json`, and returns the part's exit status: 1 when the reference

@@ -92,10 +92,10 @@ int print_training_table(const Chapter& chapter, const BenchPart& part, const st
     const RunMedians m = medians_of(impl);
     const double ratio = reference_rate > 0 ? m.samples_per_s / reference_rate : 0.0;
     print_training_row(columns, {impl.name}, impl, m, ratio);
-    if (json && m.runs > 0) {
+    if (m.runs > 0) {
       nlohmann::json line = training_line(chapter, impl, m, ratio);
       line.update({{"ranks", ranks}, {"threads", threads}});
-      *json << line.dump() << "\n";
+      json.write(line);
     }
   }
   if (!part.note.empty()) fmt::print("\n{}\n", part.note);
@@ -118,10 +118,10 @@ int print_scaling_tables(const Chapter& chapter, const BenchPart& part, const st
       const RunMedians m = medians_of(impl);
       const double ratio = reference_rate > 0 ? m.samples_per_s / reference_rate : 0.0;
       print_training_row(columns, {impl.name, runs.config.name}, impl, m, ratio);
-      if (json && m.runs > 0) {
+      if (m.runs > 0) {
         nlohmann::json line = training_line(chapter, impl, m, ratio);
         line.update({{"config", runs.config.name}, {"ranks", runs.config.ranks}, {"threads", runs.config.threads}});
-        *json << line.dump() << "\n";
+        json.write(line);
       }
     }
   }
@@ -140,12 +140,8 @@ int print_scaling_tables(const Chapter& chapter, const BenchPart& part, const st
         const double efficiency = many / (runs.config.ranks * one);
         print_row(efficiency_columns, {runs.impls[i].name, runs.config.name, fmt::format("{:.3f}", efficiency)},
                   fmt::format("   = {:.1f} / ({} x {:.1f})", many, runs.config.ranks, one));
-        if (json)
-          *json << nlohmann::json({{"type", "bench_scaling"}, {"chapter", chapter.id}, {"impl", runs.impls[i].name},
-                                   {"config", runs.config.name}, {"ranks", runs.config.ranks},
-                                   {"efficiency", efficiency}})
-                       .dump()
-                << "\n";
+        json.write({{"type", "bench_scaling"}, {"chapter", chapter.id}, {"impl", runs.impls[i].name},
+                    {"config", runs.config.name}, {"ranks", runs.config.ranks}, {"efficiency", efficiency}});
       }
     }
   }
@@ -230,8 +226,7 @@ int print_rows_table(const Chapter& chapter, const BenchPart& part, const std::v
     for (const auto& extra : part.extra_metrics)
       for (const char* impl : {"student", "reference"}) cells.push_back(cell(median_of(p, impl, extra)));
     print_row(columns, cells);
-    if (json)
-      for (const auto& impl : impl_order) {
+    for (const auto& impl : impl_order) {
         nlohmann::json row = {{"type", "bench_row"}, {"chapter", chapter.id}, {"impl", impl}};
         for (size_t k = 0; k < keys.size(); ++k) row[keys[k]] = p.key[k];
         bool any = false;
@@ -240,8 +235,8 @@ int print_rows_table(const Chapter& chapter, const BenchPart& part, const std::v
             row[m] = *v;
             any = true;
           }
-        if (any) *json << row.dump() << "\n";
-      }
+      if (any) json.write(row);
+    }
   }
   print_footer(part, impls);
   return reference_ok ? 0 : 1;
@@ -314,16 +309,15 @@ int print_bandwidth_table(const Chapter& chapter, const BenchPart& part, const s
     cells.push_back(vs > 0 ? fmt::format("{:.2f}x", vs) : "-");
     cells.push_back(copy != cells_of.end() ? fmt::format("{:.2f}", median(copy->second.algbw)) : "-");
     print_row(columns, cells);
-    if (json)
-      for (const auto& [name, cell] : cells_of) {
+    for (const auto& [name, cell] : cells_of) {
         nlohmann::json row = {{"type", "bench_bandwidth"}, {"chapter", chapter.id}, {"impl", name},
                               {"ranks", cell.ranks}, {"size", size},
                               {"time_us", median(cell.time_us)}, {"algbw", median(cell.algbw)},
                               {"busbw", median(cell.busbw)}, {"wrong", cell.wrong}};
         if (!cell.vs_library.empty()) row["vs_library"] = median(cell.vs_library);
         if (placement.nodes > 0) row.update(placement_json(placement));  // `report` draws the link's rate
-        *json << row.dump() << "\n";
-      }
+      json.write(row);
+    }
   }
   std::string average = "# Avg bus bandwidth:";
   for (const std::string& g : groups)

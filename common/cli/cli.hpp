@@ -86,6 +86,20 @@ struct TourEntry {
   std::optional<std::vector<std::string>> speed_check_args;
 };
 
+// A number the student predicts before `workbook bench` (or `workbook model`)
+// measures it ("predictions" in chapter.json). The student writes it in the
+// chapter's predictions.txt as `id = number`; the command prints it beside the
+// measurement: the `value` field of the first summary line whose fields match
+// `where` (and, for a bench, that comes from part `part`).
+struct Prediction {
+  std::string id;       // "busbw_4k_vs_mpi"
+  std::string ask;      // the question, with its conditions
+  std::string unit;     // "ms", "x", "GB/s" ...
+  std::optional<int> part;
+  nlohmann::json where;  // an object: field -> value
+  std::string value;
+};
+
 struct Chapter {
   std::string id;      // "ch01"
   std::string folder;  // "01_single_device"
@@ -98,7 +112,9 @@ struct Chapter {
   std::string program;            // the program `workbook run` starts, e.g. "ch01_train"
   std::vector<BenchPart> bench;   // how `workbook bench` measures the chapter: none, one or more parts
   std::vector<TourEntry> tour;    // the configurations `workbook tour` runs
+  std::vector<Prediction> predictions;  // what the student predicts before measuring
   fs::path lesson() const;        // chapters/NN_name/README.md
+  fs::path predictions_file() const;  // chapters/NN_name/predictions.txt
   fs::path hints_file() const;    // chapters/NN_name/hints.md
 };
 

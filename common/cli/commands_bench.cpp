@@ -11,6 +11,7 @@
 #include "bench.hpp"
 #include "cli.hpp"
 #include "commands.hpp"
+#include "predictions.hpp"
 #include "workbook/config.hpp"
 #include "workbook/errors.hpp"
 
@@ -23,6 +24,17 @@ std::string Impl::error() const {
 }
 
 bool Impl::not_done() const { return !runs.empty() && runs.back().status == ExitStatus::NotImplemented; }
+
+void JsonFile::open(const std::string& file) {
+  file_.emplace(file);
+  WB_CHECK(file_->is_open(), "--json {}: cannot open for writing", file);
+}
+
+void JsonFile::write(nlohmann::json line) {
+  line["part"] = part;
+  if (is_open()) *file_ << line.dump() << "\n";
+  if (line.value("type", "") != "bench_run") lines_.push_back(std::move(line));
+}
 
 namespace {
 
@@ -74,13 +86,13 @@ bool run_once(Impl& impl, const Placement& placement, const std::string& label) 
 void run_interleaved(std::vector<Impl>& impls, int repeats, const Placement& placement, JsonFile& json) {
   for (int r = 0; r < repeats; ++r)
     for (Impl& impl : impls) {
-      if (!run_once(impl, placement, fmt::format("{}/{}: {}", r + 1, repeats, impl.name)) || !json) continue;
+      if (!run_once(impl, placement, fmt::format("{}/{}: {}", r + 1, repeats, impl.name)) || !json.is_open()) continue;
       const RunOutcome& o = impl.runs.back();
       nlohmann::json line = {{"type", "bench_run"}, {"impl", impl.name}, {"repeat", r}, {"ok", o.ok}};
       if (placement.nodes > 0) line["placement"] = placement_json(placement);
       if (o.ok) line["result"] = o.result;
       else line["error"] = o.error;
-      *json << line.dump() << "\n";
+      json.write(line);
     }
 }
 
@@ -145,21 +157,22 @@ int cmd_bench(const std::string& chapter_name, std::optional<int> ranks, std::op
            chapter.max_ranks, ranks.value_or(1));
   if (nodes) WB_CHECK(chapter.max_ranks > 1, "{} is a single-process chapter: --nodes needs ranks", chapter.id);
   if (nodes) (void)Placement::on_nodes(*nodes, *nodes);  // the cluster is up and large enough, before building
+  // Read before anything is built or run: a malformed line stops here, not after the bench.
+  const std::map<std::string, double> predicted = read_predictions(chapter.predictions_file(), chapter.predictions, chapter.id);
   std::vector<std::string> targets;
   for (const BenchPart& part : chapter.bench)
     targets.insert(targets.end(), {part.program + "_student", part.program + "_solution"});
   if (!build_targets(targets, /*quiet=*/false)) return 1;
   JsonFile json;
-  if (json_file) {
-    json.emplace(*json_file);
-    WB_CHECK(json->is_open(), "--json {}: cannot open for writing", *json_file);
-  }
+  if (json_file) json.open(*json_file);
   int status = 0;
   for (size_t i = 0; i < chapter.bench.size(); ++i) {
     if (i > 0) fmt::print("\n\n");
+    json.part = static_cast<int>(i);
     const int part_status = bench_part(chapter, chapter.bench[i], ranks, nodes, repeats_flag, json, extra_args);
     status = status != 0 ? status : part_status;
   }
+  print_predictions(chapter.predictions, predicted, json.lines(), relative_to_source(chapter.predictions_file().string()));
   return status;
 }
 

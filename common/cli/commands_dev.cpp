@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <regex>
 #include <set>
 
 #include "cli.hpp"
@@ -11,6 +12,21 @@
 #include "workbook/errors.hpp"
 
 namespace workbook::cli {
+
+namespace {
+
+// Code in a hint stage: the first backticked text that is an expression or a
+// statement (it holds a call, an assignment, a semicolon, a modulo), or "".
+// Note: [a first hint is a question] plain identifiers in backticks are
+// allowed (naming `ring_segment` is a pointer, not the answer).
+std::string code_in(const std::string& stage) {
+  static const std::regex ticked("`([^`]+)`"), code(R"([(=;%]|\bmod\b)");
+  for (std::sregex_iterator it(stage.begin(), stage.end(), ticked), end; it != end; ++it)
+    if (std::regex_search((*it)[1].str(), code)) return (*it)[1].str();
+  return "";
+}
+
+}  // namespace
 
 int cmd_dev_sync(bool dry_run) {
   const auto files = skeleton::scan(source_dir());
@@ -77,6 +93,12 @@ int cmd_dev_check(bool reference_run) {
       if (!regions_by_exercise.count(e.id)) problem(fmt::format("{}: no BEGIN SOLUTION {} region", c.id, e.id));
       if (!hints.count(e.id) || hints.at(e.id).empty())
         problem(fmt::format("{}: no hints for {} in {}", c.id, e.id, c.hints_file().string()));
+      else if (const std::string code = code_in(hints.at(e.id).front()); !code.empty())
+        problem(fmt::format("{}: the first hint of {} shows code (`{}`): a first hint asks a question in words",
+                            c.id, e.id, code));
+      else if (hints.at(e.id).size() < 3)
+        problem(fmt::format("{}: {} has {} hint stage(s): they climb from a question, through the approach, to "
+                            "near-code (3 or more)", c.id, e.id, hints.at(e.id).size()));
       if (!fs::exists(source_dir() / "chapters" / c.folder / e.file))
         problem(fmt::format("{}: {} names {}, which does not exist", c.id, e.id, e.file));
     }

@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <regex>
 
 #include "cli.hpp"
 #include "commands.hpp"
@@ -111,6 +112,18 @@ bool chapter_untouched(const Chapter& chapter, const std::vector<skeleton::FileS
   return true;
 }
 
+// The exercise whose WB_NOT_IMPLEMENTED a failed test of `exercise` stopped
+// at, when it is another one; nullptr otherwise.
+const Exercise* waits_for(const TestRecord& failed, const std::vector<Chapter>& chapters, const std::string& exercise) {
+  static const std::regex missing_re(R"((ex\d+\.\d+) is not implemented yet)");
+  for (const char* field : {"message", "expanded"}) {
+    const std::string text = failed.failure.is_object() ? failed.failure.value(field, "") : "";
+    std::smatch m;
+    if (std::regex_search(text, m, missing_re) && m[1].str() != exercise) return find_exercise(chapters, m[1].str());
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 int cmd_list() {
@@ -182,6 +195,16 @@ int cmd_check(const std::optional<std::string>& target) {
       print_failure(*failed);
     }
     if (first) {
+      // Note: [the exercise a failure waits for] A test of one exercise that
+      // stops at another's WB_NOT_IMPLEMENTED (an earlier exercise, or another
+      // chapter's through "uses") needs that one written first: name it.
+      const Exercise* blocker = failed ? waits_for(*failed, chapters, first->id) : nullptr;
+      if (blocker) {
+        chapter = &find_chapter(chapters, blocker->id);
+        fmt::print("\n{} needs {} first: its test stopped where {} is not written yet.", first->id, blocker->id,
+                   blocker->id);
+        first = blocker;
+      }
       const auto hints = load_hints(*chapter);
       const size_t stages = hints.count(first->id) ? hints.at(first->id).size() : 0;
       const int seen = hint_stage(first->id);

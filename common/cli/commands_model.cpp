@@ -32,6 +32,7 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "predictions.hpp"
 #include "table.hpp"
 #include "workbook/config.hpp"
 #include "workbook/errors.hpp"
@@ -236,6 +237,10 @@ int cmd_model(std::vector<int> nodes, std::vector<std::string> links, bool quick
   if (const auto up = emulated_cluster())
     throw UserError(fmt::format("an emulated cluster is up ({} nodes at {}): `workbook cluster down` first; "
                                 "`workbook model` brings up its own", up->nodes, up->link));
+  // The student's predictions, read before anything runs (a malformed line stops here).
+  const auto chapters = load_chapters();
+  const Chapter& chapter = find_chapter(chapters, "ch10");
+  const std::map<std::string, double> predicted = read_predictions(chapter.predictions_file(), chapter.predictions, chapter.id);
   if (!build_targets({std::string(model_program) + "_solution"}, /*quiet=*/false)) return 1;
 
   const fs::path json_path = fs::absolute(json_file ? fs::path(*json_file) : build_dir() / "model" / "model.jsonl");
@@ -274,6 +279,9 @@ int cmd_model(std::vector<int> nodes, std::vector<std::string> links, bool quick
   for (const ModelRuns& runs : done) failures += runs.failures;
   if (!done.empty()) {
     print_model_summary(done, links);
+    std::vector<nlohmann::json> lines;
+    for (const ModelRuns& runs : done) lines.insert(lines.end(), runs.lines.begin(), runs.lines.end());
+    print_predictions(chapter.predictions, predicted, lines, relative_to_source(chapter.predictions_file().string()));
     if (failures > 0) fmt::print("\n{} run(s) failed: their \"error\" lines are in the results\n", failures);
     fmt::print("\nresults: {}\nplots:   workbook report {} --out {}\n", json_path.string(), json_path.string(),
                (build_dir() / "report").string());

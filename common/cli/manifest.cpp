@@ -20,6 +20,7 @@ fs::path build_dir() { return fs::path(std::string(config::build_dir)); }
 
 fs::path Chapter::lesson() const { return source_dir() / "chapters" / folder / "README.md"; }
 fs::path Chapter::hints_file() const { return source_dir() / "chapters" / folder / "hints.md"; }
+fs::path Chapter::predictions_file() const { return source_dir() / "chapters" / folder / "predictions.txt"; }
 
 namespace {
 
@@ -206,7 +207,8 @@ Chapter parse_chapter(const fs::path& manifest) {
   const nlohmann::json j = read_json(manifest);
   // "uses" is CMake's (cmake/WorkbookChapter.cmake): the earlier chapters this one links.
   const Fields f(j, manifest, "",
-                 {"id", "title", "max_ranks", "test_ranks", "program", "exercises", "bench", "tour", "uses"});
+                 {"id", "title", "max_ranks", "test_ranks", "program", "exercises", "bench", "tour", "uses",
+                  "predictions"});
   Chapter chapter;
   chapter.folder = manifest.parent_path().filename().string();
   chapter.id = f.required<std::string>("id");
@@ -233,6 +235,20 @@ Chapter parse_chapter(const fs::path& manifest) {
   }
   for (const auto& [entry, where] : f.list("tour"))
     chapter.tour.push_back(parse_tour_entry(*entry, manifest, where, chapter.program));
+  for (const auto& [object, where] : f.list("predictions")) {
+    const Fields p(*object, manifest, where, {"id", "ask", "unit", "part", "where", "value"});
+    Prediction prediction{p.required<std::string>("id"), p.required<std::string>("ask"),
+                          p.required<std::string>("unit"), std::nullopt, p.at("where"), p.required<std::string>("value")};
+    if (p.has("part")) {
+      prediction.part = p.required<int>("part");
+      if (*prediction.part < 0 || *prediction.part >= static_cast<int>(chapter.bench.size()))
+        p.fail("part", fmt::format("must name one of the {} bench part(s), counted from 0", chapter.bench.size()));
+    }
+    if (!p.has("where") || !prediction.where.is_object()) p.fail("where", "must be an object of fields to match");
+    for (const Prediction& earlier : chapter.predictions)
+      if (earlier.id == prediction.id) p.fail("id", fmt::format("\"{}\" is there twice", prediction.id));
+    chapter.predictions.push_back(std::move(prediction));
+  }
   WB_CHECK(chapter.id == "ch" + chapter.folder.substr(0, 2), "{}: id {} does not match the folder {}",
            manifest.string(), chapter.id, chapter.folder);
   return chapter;

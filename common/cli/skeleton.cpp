@@ -16,7 +16,13 @@ Skeleton make_skeleton(const std::string& solution_text, const std::string& file
   static const std::regex begin_re(R"(^(\s*)// BEGIN SOLUTION(?:\s+(\S+))?\s*$)");
   static const std::regex end_re(R"(^\s*// END SOLUTION\s*$)");
   static const std::regex exercise_re(R"(ex\d+\.\d+)");
+  // Note: [solution notes] A header's or lesson-facing comment that says how
+  // an exercise is done (a schedule's indices, an update rule) stays in the
+  // solution and is cut from the skeleton, with nothing in its place.
+  static const std::regex note_begin_re(R"(^\s*// BEGIN SOLUTION NOTE(?:\s+(\S+))?\s*$)");
+  static const std::regex note_end_re(R"(^\s*// END SOLUTION NOTE\s*$)");
   Skeleton out;
+  int note_open = 0;  // the line of an open SOLUTION NOTE, or 0
   std::istringstream in(solution_text);
   std::string line;
   int number = 0;
@@ -25,7 +31,21 @@ Skeleton make_skeleton(const std::string& solution_text, const std::string& file
   while (std::getline(in, line)) {
     ++number;
     std::smatch m;
-    if (std::regex_match(line, m, begin_re)) {
+    if (std::regex_match(line, m, note_begin_re)) {
+      if (inside || note_open)
+        throw RegionError(fmt::format("{}:{}: BEGIN SOLUTION NOTE inside a region opened at line {}", file_name,
+                                      number, inside ? open.begin_line : note_open));
+      if (!std::regex_match(m[1].str(), exercise_re))
+        throw RegionError(fmt::format("{}:{}: BEGIN SOLUTION NOTE needs an exercise id like ex1.2, got '{}'",
+                                      file_name, number, m[1].str()));
+      note_open = number;
+    } else if (std::regex_match(line, note_end_re)) {
+      if (!note_open)
+        throw RegionError(fmt::format("{}:{}: END SOLUTION NOTE without BEGIN SOLUTION NOTE", file_name, number));
+      note_open = 0;
+    } else if (note_open) {
+      // cut from the skeleton
+    } else if (std::regex_match(line, m, begin_re)) {
       if (inside)
         throw RegionError(fmt::format("{}:{}: BEGIN SOLUTION inside the region opened at line {}", file_name, number,
                                       open.begin_line));
@@ -46,6 +66,8 @@ Skeleton make_skeleton(const std::string& solution_text, const std::string& file
       out.text += line + "\n";
     }
   }
+  if (note_open)
+    throw RegionError(fmt::format("{}:{}: BEGIN SOLUTION NOTE is never closed", file_name, note_open));
   if (inside)
     throw RegionError(fmt::format("{}:{}: BEGIN SOLUTION {} is never closed", file_name, open.begin_line,
                                   open.exercise));

@@ -8,6 +8,13 @@
 // replaced by one line, indented like the marker:
 //     WB_NOT_IMPLEMENTED("ex1.2");  // TODO(ex1.2): your code here
 // which throws workbook::NotImplemented naming the exercise, file and line.
+//
+// A comment that says how an exercise is done, between
+//     // BEGIN SOLUTION NOTE ex4.1
+//     ...
+//     // END SOLUTION NOTE
+// stays in the solution and is cut from the skeleton, with nothing in its
+// place: the lesson and the skeleton state the problem, not its answer.
 #pragma once
 #include <filesystem>
 #include <stdexcept>

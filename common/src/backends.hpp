@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "workbook/communicator.hpp"
 
@@ -21,6 +22,9 @@ void check_mpi(int code, const LaunchEnv& env, const char* call);
 
 // MPI_Allgather of `bytes` (equal length on every rank) over `channel`.
 std::vector<std::string> allgather_bytes(MPI_Comm channel, const std::string& bytes, const LaunchEnv& env);
+
+// The job's rank (in MPI_COMM_WORLD) of each of `group`'s ranks, in order.
+std::vector<int> job_ranks_of(MPI_Comm group);
 
 std::unique_ptr<Communicator> make_mpi_communicator(const LaunchEnv& env, const CommunicatorOptions& options);
 std::unique_ptr<Communicator> make_nccl_communicator(const LaunchEnv& env, const CommunicatorOptions& options);

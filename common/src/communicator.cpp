@@ -8,6 +8,7 @@
 #include <exception>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "workbook/errors.hpp"
 #include "workbook/trace.hpp"
@@ -80,6 +81,7 @@ PendingExchange& PendingExchange::operator=(PendingExchange&& other) noexcept {
     other.wait_ = nullptr;
     what_ = std::move(other.what_);
     timeout_s_ = other.timeout_s_;
+    waiting_ = std::move(other.waiting_);
   }
   return *this;
 }
@@ -99,7 +101,7 @@ PendingExchange::~PendingExchange() {
 
 void PendingExchange::wait() {
   if (!wait_) return;
-  const watchdog::CallScope call(what_, timeout_s_);
+  const watchdog::CallScope call(what_, timeout_s_, waiting_);
   const trace::Span span(trace::Kind::Wait, "wait: {}", what_);
   std::function<void()> waiting = std::move(wait_);
   wait_ = nullptr;
@@ -165,9 +167,18 @@ std::unique_ptr<Communicator::Call> Communicator::begin(CommOp op, const torch::
   if (tensor) stats_.bytes[static_cast<int>(op)] += count * static_cast<int64_t>(tensor->element_size());
   const std::string args = arguments(op, dtype, count, peer, reduce);
   const std::string what = fmt::format("{} #{} ({})", op_name(op), sequence_, args);
-  auto scope = std::unique_ptr<Call>(
-      new Call{watchdog::CallScope(what, options_.timeout_s), trace::Span(trace::Kind::Communication, "{}", what)});
   const bool collective = op != CommOp::Send && op != CommOp::Recv && op != CommOp::Exchange;
+  // Whom it waits for, for the wait board (Note [a deadlock is named, not timed out] in watchdog.hpp).
+  watchdog::Waiting waiting;
+  if (op == CommOp::Send) waiting.sends_to = {env_.job_rank(peer)};
+  if (op == CommOp::Recv) waiting.receives_from = {env_.job_rank(peer)};
+  if (collective) {
+    for (int r = 0; r < size(); ++r) waiting.group.push_back(env_.job_rank(r));
+    waiting.collective = fmt::format("{} #{} of ranks {}", op_name(op), stats_.collectives(),
+                                     fmt::join(waiting.group, ","));
+  }
+  auto scope = std::unique_ptr<Call>(new Call{watchdog::CallScope(what, options_.timeout_s, std::move(waiting)),
+                                              trace::Span(trace::Kind::Communication, "{}", what)});
   if (collective && options_.check_collectives && size() > 1) {
     // A fixed-length signature: the collective's place in the sequence of
     // collectives, its name and its arguments.
@@ -268,12 +279,15 @@ PendingExchange Communicator::start_exchange(const torch::Tensor& send, int to, 
     std::function<void()> wait = do_start_exchange(send, to, recv, from);
     ++exchanges_in_flight_;
     stats_.most_exchanges_in_flight = std::max(stats_.most_exchanges_in_flight, exchanges_in_flight_);
-    return PendingExchange(
+    PendingExchange pending(
         [this, wait = std::move(wait)] {
           --exchanges_in_flight_;  // waited for from here on (counted before, should the wait fail)
           wait();
         },
         std::move(what), options_.timeout_s);
+    pending.waiting_.sends_to = {env_.job_rank(to)};
+    pending.waiting_.receives_from = {env_.job_rank(from)};
+    return pending;
   }
 }
 

@@ -118,6 +118,20 @@ void start_mpi(const LaunchEnv& env, double timeout_s) {
                                  : "the launcher's variables do not describe this job (were they set by hand?)");
 }
 
+std::vector<int> job_ranks_of(MPI_Comm group) {
+  MPI_Group here = MPI_GROUP_NULL, job = MPI_GROUP_NULL;
+  int size = 0;
+  MPI_Comm_size(group, &size);
+  std::vector<int> ranks(static_cast<size_t>(size)), translated(static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r) ranks[static_cast<size_t>(r)] = r;
+  MPI_Comm_group(group, &here);
+  MPI_Comm_group(MPI_COMM_WORLD, &job);
+  MPI_Group_translate_ranks(here, size, ranks.data(), job, translated.data());
+  MPI_Group_free(&here);
+  MPI_Group_free(&job);
+  return translated;
+}
+
 std::vector<std::string> allgather_bytes(MPI_Comm channel, const std::string& bytes, const LaunchEnv& env) {
   std::string all(bytes.size() * static_cast<size_t>(env.world_size), '\0');
   check_mpi(MPI_Allgather(bytes.data(), mpi_count(static_cast<int64_t>(bytes.size())), MPI_CHAR, all.data(),
@@ -307,6 +321,7 @@ class MpiCommunicator final : public Communicator {
     LaunchEnv env = launch_env();
     check(MPI_Comm_rank(group, &env.rank), "MPI_Comm_rank");
     check(MPI_Comm_size(group, &env.world_size), "MPI_Comm_size");
+    env.job_ranks = job_ranks_of(group);
     MPI_Comm_free(&group);
     env.group = name;
     return std::make_unique<MpiCommunicator>(env, options(), data_, check_, color, key);

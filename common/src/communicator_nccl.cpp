@@ -187,6 +187,7 @@ class NcclCommunicator final : public Communicator {
     LaunchEnv env = launch_env();
     check_mpi(MPI_Comm_rank(group, &env.rank), launch_env(), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(group, &env.world_size), launch_env(), "MPI_Comm_size");
+    env.job_ranks = job_ranks_of(group);
     MPI_Comm_free(&group);
     env.group = name;
     return std::make_unique<NcclCommunicator>(env, options(), comm_, check_, device_index_, color, key);

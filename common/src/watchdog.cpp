@@ -9,7 +9,9 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -33,6 +35,10 @@ struct State {
   std::function<void(const std::string&)> before_exit;
   std::function<std::optional<PeerFailure>()> peer_failure_probe;
   bool thread_started = false;
+  long call_id = 0;              // counts the calls entered
+  Waiting waiting;               // whom the call in progress waits for
+  std::string board_prefix;      // the wait board's files: <prefix>.wait-<rank>; "" when none
+  int job_rank = 0, job_size = 1;
 };
 
 // Never destroyed: the watchdog thread may look at it while the process exits.
@@ -51,8 +57,12 @@ std::atomic<int> g_signal_current{0};
 // remove_on_exit's path, kept where the signal handler can read it.
 char g_owned_file[1024] = "";
 
+// This rank's entry on the wait board, likewise.
+char g_wait_file[1024] = "";
+
 void remove_owned_file() {
   if (g_owned_file[0] != '\0') unlink(g_owned_file);  // async-signal-safe
+  if (g_wait_file[0] != '\0') unlink(g_wait_file);
 }
 
 void update_signal_text(const State& s) {
@@ -89,8 +99,75 @@ extern "C" void on_signal(int signal_number) {
   _exit(124);
 }
 
+// The watchdog thread's side of the wait board (Note [a deadlock is named,
+// not timed out]): this rank's entry written and withdrawn, its peers' read.
+class BoardWatch {
+ public:
+  // Returns the message that ends the process, or "".
+  std::string tick(const State& snapshot, bool in_call, double waited) {
+    if (snapshot.board_prefix.empty()) return "";
+    const long id = snapshot.call_id;
+    const Waiting& w = snapshot.waiting;
+    const bool waits = in_call && (!w.sends_to.empty() || !w.receives_from.empty() || !w.collective.empty());
+    if (published_ >= 0 && (!in_call || published_ != id)) withdraw();
+    if (!waits || waited < 1.0) return "";
+    if (published_ != id) publish(snapshot, id);
+    if (waited < 2.0 || detail_now() < next_look_) return "";
+    next_look_ = detail_now() + 0.5;
+    std::vector<std::optional<detail::WaitEntry>> board(static_cast<size_t>(snapshot.job_size));
+    for (int q = 0; q < snapshot.job_size; ++q) board[q] = read(snapshot.board_prefix, q);
+    const std::vector<int> cycle = detail::deadlock_cycle(snapshot.job_rank, board);
+    std::string key;
+    for (int r : cycle) key += fmt::format("{}:{} ", r, board[r]->call_id);
+    if (key.empty() || key != key_) {
+      key_ = key;
+      key_since_ = detail_now();
+      return "";
+    }
+    // Seen unchanged 1.5 s apart: the lowest rank of the cycle reports; the others, later, if still here.
+    const double held = detail_now() - key_since_;
+    const bool lowest = *std::min_element(cycle.begin(), cycle.end()) == snapshot.job_rank;
+    if (held < 1.5 || (!lowest && held < 8.0)) return "";
+    return fmt::format("{}: {}\nEnding this process.", snapshot.label, detail::describe_deadlock(cycle, board));
+  }
+
+ private:
+  static double detail_now() { return now(); }
+
+  void publish(const State& snapshot, long id) {
+    detail::WaitEntry entry{snapshot.job_rank, id, snapshot.label, snapshot.call, snapshot.waiting};
+    const std::string path = snapshot.board_prefix + ".wait-" + std::to_string(snapshot.job_rank);
+    const std::string partial = path + ".partial";
+    {
+      std::ofstream out(partial);
+      out << detail::format_entry(entry);
+    }
+    std::rename(partial.c_str(), path.c_str());  // whole, or not at all, for the readers
+    published_ = id;
+  }
+
+  void withdraw() {
+    if (g_wait_file[0] != '\0') unlink(g_wait_file);
+    published_ = -1;
+  }
+
+  static std::optional<detail::WaitEntry> read(const std::string& prefix, int rank) {
+    std::ifstream in(prefix + ".wait-" + std::to_string(rank));
+    if (!in) return std::nullopt;
+    std::ostringstream text;
+    text << in.rdbuf();
+    return detail::parse_entry(rank, text.str());
+  }
+
+  long published_ = -1;     // the call whose entry is on the board, or -1
+  double next_look_ = 0.0;  // when to read the peers' entries next
+  std::string key_;         // the cycle last seen (rank:call ...)
+  double key_since_ = 0.0;
+};
+
 void watch() {
   double failure_heard = 0.0;  // when the probe first answered (0: it has not)
+  BoardWatch board;
   while (true) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     State& s = state();
@@ -124,6 +201,26 @@ void watch() {
         message = fmt::format("{}: {}. This rank has waited {:.0f} s since, in {}. Ending this process.", s.label,
                               failure->message, waited, s.call);
     }
+    if (message.empty()) {
+      // The board's files are read and written outside the lock, from a copy.
+      State snapshot;
+      bool in_call = false;
+      double waited = 0.0;
+      {
+        std::lock_guard<std::mutex> lock(s.mutex);
+        snapshot.label = s.label;
+        snapshot.call = s.call;
+        snapshot.call_id = s.call_id;
+        snapshot.waiting = s.waiting;
+        snapshot.board_prefix = s.board_prefix;
+        snapshot.job_rank = s.job_rank;
+        snapshot.job_size = s.job_size;
+        in_call = s.in_call;
+        waited = now() - s.call_start;
+      }
+      // A peer that said it failed explains the wait better than the cycle it leaves behind.
+      if (!failure) message = board.tick(snapshot, in_call, waited);
+    }
     if (!message.empty()) end_process(message);
   }
 }
@@ -143,12 +240,14 @@ void set_process_label(const std::string& label) {
   update_signal_text(s);
 }
 
-CallScope::CallScope(std::string what, double timeout_s) {
+CallScope::CallScope(std::string what, double timeout_s, Waiting waiting) {
   install_signal_handlers();
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   start_thread_locked(s);
   s.in_call = true;
+  ++s.call_id;
+  s.waiting = std::move(waiting);
   s.call = std::move(what);
   s.call_timeout = timeout_s;
   s.call_start = now();
@@ -190,6 +289,16 @@ void set_before_exit(std::function<void(const std::string&)> hook) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.before_exit = std::move(hook);
+}
+
+void set_wait_board(const std::string& prefix, int job_rank, int job_size) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.board_prefix = prefix;
+  s.job_rank = job_rank;
+  s.job_size = job_size;
+  const std::string path = prefix.empty() ? "" : prefix + ".wait-" + std::to_string(job_rank);
+  std::snprintf(g_wait_file, sizeof g_wait_file, "%s", path.size() < sizeof g_wait_file ? path.c_str() : "");
 }
 
 void set_peer_failure_probe(std::function<std::optional<PeerFailure>()> probe) {

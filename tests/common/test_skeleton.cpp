@@ -54,3 +54,21 @@ TEST_CASE("malformed regions are reported with file and line", "[skeleton]") {
   REQUIRE_THROWS_WITH(make_skeleton("// BEGIN SOLUTION ex1.1\n// END SOLUTION\n", "e.cpp"),
                       ContainsSubstring("workbook/errors.hpp"));
 }
+
+TEST_CASE("a solution note is cut from the skeleton, with nothing in its place", "[skeleton]") {
+  const std::string text =
+      "// ring.hpp\n"
+      "// BEGIN SOLUTION NOTE ex4.1\n"
+      "// at step s rank r sends segment (r - s) mod n\n"
+      "// END SOLUTION NOTE\n"
+      "void f();\n";
+  const auto skeleton = make_skeleton(text, "ring.hpp");
+  REQUIRE(skeleton.text == "// ring.hpp\nvoid f();\n");
+  REQUIRE(skeleton.regions.empty());
+  REQUIRE_THROWS_WITH(make_skeleton("// BEGIN SOLUTION NOTE ex4.1\nx\n", "a.hpp"),
+                      ContainsSubstring("a.hpp:1") && ContainsSubstring("never closed"));
+  REQUIRE_THROWS_WITH(make_skeleton("// END SOLUTION NOTE\n", "b.hpp"),
+                      ContainsSubstring("b.hpp:1") && ContainsSubstring("without"));
+  REQUIRE_THROWS_WITH(make_skeleton("// BEGIN SOLUTION NOTE\n// END SOLUTION NOTE\n", "c.hpp"),
+                      ContainsSubstring("exercise id"));
+}

@@ -110,3 +110,30 @@ TEST_CASE("fault: rank 0 fails while a peer waits", "[.fault]") {
   REQUIRE(comm->rank() != 0);
   comm->all_reduce(tensor, ReduceOp::Sum);
 }
+
+// Deadlocks: every rank waits for another, and the wait board names the
+// cycle in seconds (Note [a deadlock is named, not timed out] in
+// watchdog.hpp), long before the calls' 30 s limit.
+TEST_CASE("fault: blocking sends toward each other", "[.fault]") {
+  auto comm = unchecked_communicator(30.0);
+  // Large enough that a send returns only once the peer receives it.
+  torch::Tensor out = torch::ones({8 << 20}), in = torch::empty({8 << 20});
+  const int peer = 1 - comm->rank();
+  comm->send(out, peer);
+  comm->recv(in, peer);
+}
+
+TEST_CASE("fault: a collective on some ranks only", "[.fault]") {
+  auto comm = unchecked_communicator(30.0);
+  torch::Tensor tensor = torch::ones({1000});
+  if (comm->rank() == 0) comm->all_reduce(tensor, ReduceOp::Sum);
+  else comm->recv(tensor, 0);
+}
+
+TEST_CASE("fault: exchanges that do not pair", "[.fault]") {
+  auto comm = unchecked_communicator(30.0);
+  torch::Tensor out = torch::ones({1000}), in = torch::empty({1000});
+  // Each rank sends to and receives from the next: the next receives from its own next instead.
+  const int next = (comm->rank() + 1) % comm->size();
+  comm->exchange(out, next, in, next);
+}

@@ -78,6 +78,17 @@ constexpr double kPeerFailureGrace = 5.0, kOwnFailureGrace = 10.0;
 std::string g_notice_path;            // the same on every rank
 std::atomic<int> g_test_number{0};    // the test case in progress, counted from 1
 
+// Note: [a deadlock is named, not timed out] (watchdog.hpp): the runner's
+// own collectives are on the wait board too, so that a rank that has left a
+// test's exchanges for the end of the test is seen waiting there.
+workbook::watchdog::Waiting everyone(std::string collective) {
+  workbook::watchdog::Waiting waiting;
+  waiting.collective = std::move(collective);
+  for (int r = 0; r < g_env.world_size; ++r) waiting.group.push_back(r);
+  return waiting;
+}
+
+
 // Appends this rank's failure in the current test for the other ranks to read.
 void post_failure_notice(const nlohmann::json& failure, const std::string& test_name) {
   if (g_notice_path.empty()) return;
@@ -247,7 +258,8 @@ class MpiResultsListener : public catch2_compat::ListenerBase {
     std::vector<std::string> outcomes;
     {
       workbook::watchdog::CallScope scope(fmt::format("the end of test \"{}\" (every rank's outcome)",
-                                                      current_.value("name", "")), 0.0);
+                                                      current_.value("name", "")), 0.0,
+                                          everyone(fmt::format("the end of test #{}", g_test_number.load())));
       outcomes = allgather_strings(mine);
     }
     lock.lock();
@@ -350,7 +362,9 @@ std::unique_ptr<workbook::Communicator> communicator() {
 
 bool all_ranks(bool condition) {
   int mine = condition ? 1 : 0, all = 0;
-  workbook::watchdog::CallScope scope("mpi_test::all_ranks", 30.0);
+  static int calls = 0;
+  workbook::watchdog::CallScope scope("mpi_test::all_ranks", 30.0,
+                                      everyone(fmt::format("mpi_test::all_ranks #{}", ++calls)));
   check(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, g_agree), "MPI_Allreduce (all_ranks)");
   return all == 1;
 }
@@ -401,6 +415,7 @@ int main(int argc, char** argv) {
   check(MPI_Comm_dup(MPI_COMM_WORLD, &g_results), "MPI_Comm_dup");
   check(MPI_Comm_dup(MPI_COMM_WORLD, &g_agree), "MPI_Comm_dup");
   g_notice_path = create_notice_file();
+  if (!g_notice_path.empty()) workbook::watchdog::set_wait_board(g_notice_path, g_env.rank, g_env.world_size);
   workbook::watchdog::set_process_label(g_env.label());
   workbook::watchdog::install_signal_handlers();
   workbook::watchdog::set_before_exit([](const std::string& message) {

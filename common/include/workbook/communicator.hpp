@@ -77,9 +77,11 @@ class PendingExchange {
   bool pending() const { return static_cast<bool>(wait_); }
 
  private:
+  friend class Communicator;  // sets waiting_
   std::function<void()> wait_;
   std::string what_;
   double timeout_s_ = 0.0;
+  watchdog::Waiting waiting_;  // whom wait() waits for (the watchdog's wait board)
 };
 
 // Note: [Communicator semantics]

@@ -3,6 +3,7 @@
 #pragma once
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace workbook {
 
@@ -33,6 +34,10 @@ struct LaunchEnv {
   // world_size are then the group's ("rank 1 of 2 in tensor group 1 (rank 3
   // of 4 in the job)").
   std::string group;
+  // A group's members as ranks of the job, in the group's order (empty for
+  // the whole job): how the watchdog's wait board names a group's peers.
+  std::vector<int> job_ranks;
+  int job_rank(int rank_here) const { return job_ranks.empty() ? rank_here : job_ranks.at(rank_here); }
 
   bool distributed() const { return world_size > 1; }
   std::string label() const;  // "rank 1 of 4"; in a group, "rank 1 of 2 in <group>"

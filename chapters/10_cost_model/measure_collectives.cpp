@@ -1,0 +1,179 @@
+// measure_collectives.cpp — ch10_model's link fit and all-reduces, predicted then measured (measure.hpp).
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <map>
+
+#include "block_mlp.hpp"
+#include "cost_model.hpp"
+#include "equal_blocks.hpp"
+#include "measure.hpp"
+#include "reducer.hpp"
+#include "ring.hpp"
+#include "sharding.hpp"
+#include "step_model.hpp"
+#include "workbook/errors.hpp"
+#include "workbook/program.hpp"
+#include "workbook/results.hpp"
+#include "workbook/statistics.hpp"
+
+namespace ch10::measure {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The slowest rank's value: a collective takes as long as its last rank.
+double slowest(workbook::Communicator& comm, double seconds) {
+  const torch::Tensor all = comm.all_gather(torch::tensor({seconds}, torch::kFloat64));
+  return all.max().item<double>();
+}
+
+// Each element's slowest rank, so that every rank holds the same values.
+std::vector<double> slowest(workbook::Communicator& comm, const std::vector<double>& seconds) {
+  const torch::Tensor all = comm.all_gather(torch::tensor(seconds, torch::kFloat64));
+  const torch::Tensor most = std::get<0>(all.max(0)).contiguous();
+  return {most.data_ptr<double>(), most.data_ptr<double>() + most.numel()};
+}
+
+std::string bytes_text(double bytes) {
+  if (bytes >= (1 << 20)) return fmt::format("{:g} MiB", bytes / (1 << 20));
+  if (bytes >= 1024) return fmt::format("{:g} KiB", bytes / 1024);
+  return fmt::format("{:g} B", bytes);
+}
+
+// ---- link: ping-pong and the fit --------------------------------------------------
+
+ch10::Link measure_link(workbook::Program& program, bool quick) {
+  workbook::Communicator& comm = program.comm();
+  WB_CHECK(comm.size() >= 2, "--measure link needs 2 ranks or more (ranks 0 and 1 play ping-pong)");
+  std::vector<int64_t> sizes = {1, 1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 2 << 20, 4 << 20};
+  if (quick) sizes.resize(7);
+  std::vector<ch10::Timing> timings;
+  std::vector<double> medians;
+  for (const int64_t bytes : sizes) {
+    torch::Tensor buffer = torch::zeros({bytes}, torch::kUInt8);
+    const int repeats = bytes <= (64 << 10) ? 20 : bytes <= (1 << 20) ? 8 : 4;
+    std::vector<double> one_way;
+    for (int k = 0; k <= repeats; ++k) {  // k = 0: a warm-up, not counted
+      comm.barrier();
+      const double start = now_s();
+      if (comm.rank() == 0) {
+        comm.send(buffer, 1);
+        comm.recv(buffer, 1);
+      } else if (comm.rank() == 1) {
+        comm.recv(buffer, 0);
+        comm.send(buffer, 0);
+      }
+      if (k > 0) one_way.push_back((now_s() - start) / 2);
+    }
+    // Every timing is one point of the fit; the median is what the table shows.
+    for (double t : one_way) timings.push_back({bytes, t});
+    medians.push_back(workbook::median(one_way));
+  }
+  // Rank 0's timings, on every rank: they all predict with the same link.
+  // Note: [the two ends of a shaped link]
+  // The least-squares line through every timing (ex10.1) has a negative α
+  // on the emulated cluster: its shaper (tbf) lets a burst of 64 KiB
+  // through at no rate after any pause, so a message costs about
+  // α + (n − 64 KiB)·β, and the line that fits the large sizes crosses the
+  // axis below zero. The α–β model has no term for a burst. So the link the
+  // predictions use takes each number where it is measured: β from the
+  // line through the bandwidth-bound sizes (256 KiB and up, ex10.1's fit),
+  // α from the smallest message's one-way time. Both lines are reported.
+  torch::Tensor fitted = torch::zeros({4}, torch::kFloat64);
+  if (comm.rank() == 0) {
+    std::vector<ch10::Timing> large;
+    for (const ch10::Timing& t : timings)
+      if (t.bytes >= (256 << 10)) large.push_back(t);
+    const ch10::Link every_size = ch10::fit_link(timings), bandwidth_bound = ch10::fit_link(large);
+    fitted[0] = medians.front();  // 1 byte, one way
+    fitted[1] = bandwidth_bound.beta_s_per_byte;
+    fitted[2] = every_size.alpha_s;
+    fitted[3] = every_size.beta_s_per_byte;
+  }
+  comm.broadcast(fitted, 0);
+  const ch10::Link link{fitted[0].item<double>(), fitted[1].item<double>()};
+  const ch10::Link every_size{fitted[2].item<double>(), fitted[3].item<double>()};
+
+  workbook::Table table({{"ping-pong", 10}, {"one-way ms", 11}, {"model ms", 9}, {"model/measured", 14}});
+  program.say("{}", table.header());
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const double predicted = link.seconds(static_cast<double>(sizes[i]));
+    program.say("{}", table.row({bytes_text(static_cast<double>(sizes[i])), fmt::format("{:.3f}", medians[i] * 1e3),
+                                 fmt::format("{:.3f}", predicted * 1e3), fmt::format("{:.2f}", predicted / medians[i])}));
+    program.json().write({{"type", "model"}, {"kind", "pingpong"}, {"size", sizes[i]}, {"measured", medians[i]},
+                          {"predicted", predicted}});
+  }
+  program.say("least squares over every size: alpha {:.1f} us, beta {:.4g} s/byte = {:.3g} Gbit/s",
+              every_size.alpha_s * 1e6, every_size.beta_s_per_byte, every_size.bits_per_s() / 1e9);
+  program.say("the link predicted with: alpha {:.1f} us (1 byte), beta {:.4g} s/byte = {:.3g} Gbit/s (256 KiB and up)",
+              link.alpha_s * 1e6, link.beta_s_per_byte, link.bits_per_s() / 1e9);
+  program.json().write({{"type", "model"}, {"kind", "link"}, {"alpha", link.alpha_s}, {"beta", link.beta_s_per_byte},
+                        {"bits_per_s", link.bits_per_s()}, {"every_size_alpha", every_size.alpha_s},
+                        {"every_size_beta", every_size.beta_s_per_byte}});
+  return link;
+}
+
+// ---- allreduce: one algorithm over the sizes -------------------------------------------
+
+// Note: [making Open MPI use one algorithm]
+// Open MPI's all-reduce (its "tuned" component) picks an algorithm by
+// message size and rank count. Two MCA variables make it use one:
+// coll_tuned_use_dynamic_rules=1 and coll_tuned_allreduce_algorithm=N
+// (Open MPI 4 and 5: 3 recursive doubling, 4 ring, 6 Rabenseifner). They
+// are read when MPI starts, so the program sets them in its own
+// environment before it connects: one algorithm per run.
+// The steps (ZeRO's reduce-scatter and all-gather) use the algorithms the
+// model charges: the ring for all-gather and all-reduce, recursive halving
+// for MPI_Reduce_scatter_block (Open MPI has no ring for it; it moves the
+// ring's (p − 1)/p·n bytes, in log₂p steps). Left to itself, Open MPI 4
+// reduce-scatters by a reduce to one rank and a scatter: twice the bytes.
+void force_open_mpi_algorithm(const std::string& allreduce) {
+  const char* number = allreduce == "ring" ? "4" : allreduce == "recursive_doubling" ? "3" : "6";
+  setenv("OMPI_MCA_coll_tuned_use_dynamic_rules", "1", 1);
+  setenv("OMPI_MCA_coll_tuned_allreduce_algorithm", number, 1);
+  setenv("OMPI_MCA_coll_tuned_allgather_algorithm", "4", 1);
+  setenv("OMPI_MCA_coll_tuned_reduce_scatter_block_algorithm", "3", 1);
+}
+
+void measure_allreduce(workbook::Program& program, const std::string& algorithm, const ch10::Link& link,
+                       int64_t max_bytes, double max_seconds) {
+  workbook::Communicator& comm = program.comm();
+  const int ranks = comm.size();
+  const bool workbook_ring = algorithm == "workbook_ring";
+  const ch10::Algorithm model = workbook_ring ? ch10::Algorithm::Ring : *ch10::algorithm_named(algorithm);
+  workbook::Table table({{algorithm, 18}, {"measured ms", 12}, {"predicted ms", 12}, {"pred/meas", 9}, {"repeats", 7}});
+  program.say("{}", table.header());
+  for (int64_t bytes = 4; bytes <= max_bytes; bytes *= 4) {
+    const double predicted = ch10::collective_cost(ch10::Collective::AllReduce, model, bytes, ranks).seconds(link);
+    if (predicted > max_seconds) {
+      program.say("{}", table.row({bytes_text(static_cast<double>(bytes)), "skipped", fmt::format("{:.1f}", predicted * 1e3),
+                                   "", fmt::format("> {:g} s", max_seconds)}));
+      continue;
+    }
+    torch::Tensor buffer = torch::ones({bytes / 4}, torch::kFloat32);
+    auto once = [&] {
+      comm.barrier();
+      const double start = now_s();
+      if (workbook_ring)
+        ch04::ring_all_reduce(buffer, workbook::ReduceOp::Sum, comm);
+      else
+        comm.all_reduce(buffer, workbook::ReduceOp::Sum);
+      return slowest(comm, now_s() - start);
+    };
+    once();                                  // a warm-up: connections, buffers
+    std::vector<double> times = {once()};
+    const int repeats = std::clamp(static_cast<int>(0.6 / std::max(times[0], 1e-6)), 3, 25);
+    while (static_cast<int>(times.size()) < repeats) times.push_back(once());
+    const double measured = workbook::median(times);
+    program.say("{}", table.row({bytes_text(static_cast<double>(bytes)), fmt::format("{:.3f}", measured * 1e3),
+                                 fmt::format("{:.3f}", predicted * 1e3), fmt::format("{:.2f}", predicted / measured),
+                                 std::to_string(repeats)}));
+    program.json().write({{"type", "model"}, {"kind", "allreduce"}, {"algorithm", algorithm}, {"ranks", ranks},
+                          {"size", bytes}, {"measured", measured}, {"predicted", predicted}});
+  }
+}
+
+}  // namespace ch10::measure
