@@ -2,9 +2,9 @@
 // rank (SyncBatchNorm2d), and the conversion of a model's BatchNorm2d layers.
 //
 //   rank 0: x₀ [B₀,C,H,W]      rank 1: x₁ [B₁,C,H,W]       (B₀ ≠ B₁ is fine, 0 too)
-//   ex5.1  per channel: Σx, Σx², count ──── all-reduce ────> global mean, var
+//   ex5.1  one collective ──> every rank: the mean and variance of [x₀; x₁] per channel
 //   ex5.2  forward:  y = (x − mean) / √(var + ε) · w + b   with the GLOBAL mean, var
-//          backward: Σdy, Σdy·(x − mean) ── all-reduce ──> dx on each rank, locally
+//          backward: one collective ──> dx on each rank: ∂(Σ every rank's loss) / ∂x_r
 //   ex5.3  the layer: train → ex5.1 + ex5.2 + running statistics; eval → none of it
 //   ex5.4  convert_sync_batchnorm: every BatchNorm2d in a model becomes one
 //
@@ -30,39 +30,36 @@ struct BatchStats {
 };
 
 // Collective: every rank calls it, including a rank whose batch is empty
-// (B = 0), which contributes zeros. ONE all-reduce of a float64 buffer
-// [Σx (C) | Σx² (C) | count (1)].
-//
-// Note: [sums, not means] Means do not add across ranks; sums do. So each
-// rank turns its mean and (biased) variance over its n values into
-// Σx = n·mean and Σx² = n·(var + mean²), and one all-reduce of 2C + 1
-// numbers serves any number of ranks and any uneven batches. Var = Σx²/N −
-// mean² subtracts two nearly equal numbers when the mean is large against the
-// spread, which float32 cannot do (values near 1000 with a spread of 1 lose
-// every digit of the variance), so the sums are float64. Each rank's own mean
-// and variance are computed in the input's precision, centered (the mean
-// first, then the squared deviations from it), which is stable; converting the
-// activations to float64 instead would copy them, and torch::var_mean takes
-// five times as long on a CPU here. PyTorch's SyncBatchNorm all-gathers each rank's (mean, invstd,
-// count) instead and combines them on every rank: n × (2C + 1) numbers and a
-// combination step, but no float64. The lesson compares the two.
+// (B = 0), and every rank gets the same statistics. ONE collective call (a
+// test counts them), whatever the number of ranks; float32 input whose mean
+// is large against its spread (values near 1000, spread 1) must still give
+// the right variance (a test checks it); a global count of 1 or less is a
+// UserError (WB_CHECK), raised on every rank alike.
 BatchStats global_batch_stats(const torch::Tensor& input, workbook::Communicator& comm);
 
 // ---- ex5.2: normalizing with global statistics, and its backward ----------------
 
 // forward(input, weight, bias, mean, var, count, comm, eps): input [B, C, H, W];
-// weight, bias [C]; mean, var [C] from global_batch_stats (any float dtype).
-// Communicates nothing: the statistics were all-reduced already.
+// weight, bias [C]; mean, var [C] from global_batch_stats (any float dtype);
+// count: N, the values per channel over every rank. Communicates nothing:
+// the statistics are global already.
 //
-// backward: dy = grad of y. With N = count and x̂ = (x − mean) · invstd,
-//   Σdy, Σdy·(x − mean)           per channel, ALL-REDUCED (sum) over ranks
-//   dx = w · invstd · (dy − Σdy/N − x̂ · invstd · Σdy·(x − mean)/N)
-//   dweight = Σ_local dy · x̂,  dbias = Σ_local dy   (this rank's share only)
+// backward, given dy (the gradient of this rank's loss with respect to y),
+// returns on every rank:
+//   dx      = the gradient of the SUM of every rank's loss with respect to
+//             this rank's input x (every rank's outputs depend on x, through
+//             the global mean and variance): what BatchNorm2d's backward on
+//             the concatenated batch gives for this rank's rows;
+//   dweight, dbias = this rank's share only (its own samples' terms);
+//   no gradient for the other arguments.
+// With ONE collective (a test counts them) on every rank, an empty batch
+// included. Which per-channel quantities must cross ranks for dx is yours to
+// derive from BatchNorm's backward.
 //
-// Note: [whose loss] dx is the gradient of the SUM of every rank's loss, since
-// every rank's outputs depend on this rank's x through the mean and variance.
-// dweight and dbias stay local, like every other parameter's gradient: DDP's
-// all-reduce (Chapter 3) averages them afterwards, as it averages the loss.
+// Note: [whose loss] dweight and dbias stay local, like every other
+// parameter's gradient: DDP's all-reduce (Chapter 3) averages them
+// afterwards, as it averages the loss. Reducing them here too would count
+// them twice.
 class SyncBatchNormFunction : public torch::autograd::Function<SyncBatchNormFunction> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& input,
@@ -87,13 +84,12 @@ class SyncBatchNorm2dImpl : public workbook::TensorLayer {
   // copies, so an optimizer that already holds them keeps working.
   SyncBatchNorm2dImpl(torch::nn::BatchNorm2dImpl& source, workbook::Communicator& comm);
 
-  // Training: ex5.1's statistics, then (without autograd) the running
-  // statistics, as BatchNorm2d updates them:
-  //   num_batches_tracked += 1
-  //   factor = momentum, or 1 / num_batches_tracked when momentum is unset
-  //   running_mean = (1 − factor) · running_mean + factor · mean
-  //   running_var  = (1 − factor) · running_var  + factor · var · N / (N − 1)   (unbiased)
-  // then ex5.2's function. Eval: torch::batch_norm with the running statistics.
+  // Training: normalizes with ex5.1's global statistics through ex5.2's
+  // function, and updates running_mean, running_var and num_batches_tracked
+  // (without autograd) exactly as BatchNorm2d does on the concatenated batch
+  // (with momentum set, and with momentum unset: the cumulative average; the
+  // tests compare the buffers with BatchNorm2d's). Eval: the running
+  // statistics, no communication.
   torch::Tensor forward(torch::Tensor input) override;
 
   torch::nn::BatchNormOptions options;

@@ -4,16 +4,16 @@
 //
 //   one optimizer step of global batch R · K · B   (R ranks, K micro-batches of B)
 //
-//   rank r:  micro 1: forward, backward(loss/K)  ─┐ gradients add up in .grad,
-//            micro 2: forward, backward(loss/K)   │ no communication
-//            ...                                  │
-//            micro K: forward, backward(loss/K)  ─┘
-//            all_reduce_gradients (ONE, the mean over ranks) → optimizer step
+//   rank r:  micro 1: forward, backward  ─┐ gradients add up in .grad,
+//            micro 2: forward, backward   │ no communication
+//            ...                          │
+//            micro K: forward, backward  ─┘
+//            then the ranks' gradients are averaged (ONE all-reduce) → optimizer step
 //
-// Σ_k ∇(loss_k / K) is the gradient of the mean loss over the K·B samples, so
-// the step equals one step on the whole batch — for a model whose samples do
-// not interact: BatchNorm normalizes each micro-batch on its own ("ghost batch
-// norm", Hoffer et al. 2017), a different model in training.
+//   The end state: the weights one step on the whole global batch (the mean
+//   loss over its R · K · B samples) would give, for a model whose samples do
+//   not interact. BatchNorm normalizes each micro-batch on its own ("ghost
+//   batch norm", Hoffer et al. 2017): a different model in training.
 //
 // Note: [no_sync] PyTorch's DDP all-reduces from backward hooks, so skipping
 // the non-final micro-steps needs a `with model.no_sync():` block. Chapter 3's
@@ -39,21 +39,32 @@ std::vector<ch03::Batch> split_batch(const ch03::Batch& batch, int64_t micro_bat
 // ---- ex6.4 ----------------------------------------------------------------------
 
 // One optimizer step over K = micro_batches.size() micro-batches of this
-// rank's part of the global batch, all of the same size: zero the gradients;
-// for each, forward, mean cross-entropy / K, backward (gradients add up);
-// after the last only, average the gradients over ranks (ONE all-reduce,
-// ch03::all_reduce_gradients); step. Returns the mean loss over the
-// micro-batches, detached.
+// rank's part of the global batch, all of the same size (different sizes are
+// a UserError, raised before any communication). The step must equal one
+// step of `optimizer` on every rank's micro-batches together (mean
+// cross-entropy over all of them), with ONE collective,
+// ch03::all_reduce_gradients, and one optimizer step; gradients left in .grad
+// by earlier work must not count. Returns this rank's mean loss over its
+// micro-batches, detached, as a tensor (no host read per micro-batch: a test
+// counts them).
 torch::Tensor accumulated_train_step(workbook::Classifier& model, torch::optim::Optimizer& optimizer,
                                      const std::vector<ch03::Batch>& micro_batches, workbook::Communicator& comm);
 
 // ---- ex6.5 ----------------------------------------------------------------------
 
 // The same idea, one batch per call, as training loops take them: what
-// Determined calls the aggregation frequency. Every call adds one batch's
-// gradient (of its mean loss / frequency); every `frequency`-th call averages
-// over ranks, steps the optimizer and zeroes the gradients for the next round.
-// Frequency 1 is plain DDP.
+// Determined calls the aggregation frequency. Every `frequency` calls to add()
+// make a round: the round's last call averages the gradients over ranks (ONE
+// all-reduce, ch03::all_reduce_gradients) and steps the optimizer, and that
+// step must equal one step on every rank's batches of the round together
+// (their mean loss); the other calls communicate nothing and leave the
+// weights as they are. Frequency 1 is plain DDP.
+//
+// The end state of a round, which callers read: when the round's last add()
+// returns, .grad holds the gradient the optimizer stepped with, the mean
+// over every rank of the round's gradient (ch06_train --noise-scale reads it
+// there, beside the observer's local one: workbook/noise_scale.hpp). The
+// next round's gradients must start from nothing all the same.
 //
 // Why it measures communication: with frequency k a batch costs
 // compute + communication / k, so timing k = 1 against a large k, with the
@@ -63,15 +74,14 @@ torch::Tensor accumulated_train_step(workbook::Classifier& model, torch::optim::
 // A round's end is also a measurement point: just before the all-reduce,
 // .grad holds this rank's own mean gradient over the round's batches, and
 // just after, the mean over every rank's. add() calls the observer given to
-// observe_local_gradients() there (ch06_train --noise-scale compares the two:
-// workbook/noise_scale.hpp).
+// observe_local_gradients() there, once per round, if one is set.
 class GradientAggregator {
  public:
   GradientAggregator(workbook::Classifier& model, torch::optim::Optimizer& optimizer, workbook::Communicator& comm,
                      int64_t frequency);
   // One batch. Returns true when this call communicated and stepped.
   bool add(const ch03::Batch& batch);
-  // Batches added since the last step (0 right after one).
+  // Batches added since the last step (0 right after one, and at the start).
   int64_t pending() const { return pending_; }
   int64_t frequency() const { return frequency_; }
   // `observer(model)` is called at the end of every round, just before the

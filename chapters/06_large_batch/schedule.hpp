@@ -12,8 +12,8 @@
 //
 // or, with end_epoch set, a straight line from the peak to 0 at the run's end:
 //
-//   peak ┤        ┌╲                          lr = peak · (end − epoch) / (end − warmup)
-//        │       ╱   ╲
+//   peak ┤        ┌╲                          a straight line from the peak at warmup_epochs
+//        │       ╱   ╲                        to 0 at end_epoch, and 0 after
 //        │     ╱       ╲                      the decay fits the run's length: a 3-epoch
 //   base ┤   ╱            ╲                   run decays over 3 epochs, a 30-epoch run over 30
 //        └─┴────────┴────────╲── epoch
@@ -45,14 +45,17 @@ struct LrSchedule {
 // ---- ex6.1 ----------------------------------------------------------------------
 
 // The rate after `epoch` epochs of training (fractional: step s of an epoch of
-// S steps is epoch e + s / S):
-//   peak   = base_lr · (global_batch / base_batch) ^ scaling_power
-//   start  = min(base_lr, peak)  — the single-device rate; a batch no larger
-//            than base_batch has nothing to warm up to
-//   epoch < warmup_epochs:  start + (peak − start) · epoch / warmup_epochs
-//   afterwards:             peak, or with end_epoch > 0
-//                           peak · (end_epoch − epoch) / (end_epoch − warmup_epochs), 0 from end_epoch on
-//   then, at every milestone m ≤ epoch, times decay_factor.
+// S steps is epoch e + s / S), as the pictures above draw it:
+//   - the peak is peak_learning_rate (given);
+//   - with a warm-up, the rate starts at the single-device rate base_lr at
+//     epoch 0 (or at the peak, if the peak is lower: a batch no larger than
+//     base_batch has nothing to warm up to) and grows linearly, at every
+//     step, to the peak at warmup_epochs;
+//   - after it: the peak, or with end_epoch > 0 the straight line of the
+//     second picture (0 from end_epoch on, never below);
+//   - every milestone of decay_epochs that epoch has reached (a milestone
+//     counts from its own epoch on) multiplies the rate by decay_factor,
+//     during the warm-up too.
 double learning_rate_at(const LrSchedule& schedule, double epoch);
 
 // Given: peak = base_lr · (global_batch / base_batch) ^ scaling_power.

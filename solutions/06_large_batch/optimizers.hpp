@@ -4,35 +4,67 @@
 // One rate for every layer assumes every layer's gradient is in proportion to
 // its weights. At large rates it is not: a layer whose ‖g‖/‖w‖ is 100 times
 // another's changes 100 times faster, and diverges first. Both optimizers
-// scale each layer's (each parameter tensor's) update by a trust ratio,
-//
-//     trust = ‖w‖ / ‖update‖          per tensor, recomputed every step,
-//
-// so every layer moves by the same fraction of its own size, whatever its
-// gradient's scale. Biases and BatchNorm's weight and bias are excluded
+// scale each layer's (each parameter tensor's) step by a factor computed from
+// that tensor's own norms, recomputed every step, so that every layer moves by
+// about the same fraction of its own size, whatever its gradient's scale.
+// Biases and BatchNorm's weight and bias are excluded
 // (layer_adaptation_groups): they have one value per channel, start at 0 or
-// 1, and need neither weight decay nor a trust ratio.
+// 1, and need neither weight decay nor a layer-wise factor.
 //
-//   LARS (You, Gitman, Ginsburg 2017, Algorithm 1), for one tensor w, gradient g:
+// The contract: the algorithms as their papers define them, per tensor.
+//   ex6.2 LARS: You, Gitman and Ginsburg 2017, "Large Batch Training of
+//     Convolutional Networks", Algorithm 1: momentum SGD with weight decay
+//     (weight_decay), whose step for each tensor is scaled by its local rate,
+//     trust_coefficient times the ratio of ‖w‖ to the norm of the update
+//     direction, as the paper writes that norm. The global rate lr enters the
+//     velocity with each step, as in the paper (not outside it, as
+//     torch::optim::SGD applies it): when the schedule changes lr between
+//     steps, the velocity's past keeps the old rate, unless
+//     momentum_correction(true) rescales it as Goyal et al. 2017, §2.2 do.
+//   ex6.3 LAMB: You et al. 2019, "Large Batch Optimization for Deep Learning:
+//     Training BERT in 76 Minutes", Algorithm 2 (with φ the identity): Adam's
+//     update with both bias corrections (torch::optim::Adam's, the step count t
+//     per parameter, 1 at its first update), plus weight_decay times w, then
+//     scaled by the trust ratio ‖w‖ / ‖that update‖ and by lr.
+//   Both, for every tensor with a gradient (one without is skipped: no
+//   decay, no new state):
+//   - in a group whose adapt() is false, and wherever the layer-wise factor is
+//     undefined (‖w‖ = 0, or the norm it divides by is 0), the factor that
+//     multiplies lr is 1: the tensor takes the step an excluded tensor takes
+//     (LARS: plain momentum SGD at rate lr; LAMB: Adam with decoupled decay).
+//     A tensor that starts at zero must still be able to move.
+//   - the factor stays a 0-dim tensor on the parameter's device: a test counts
+//     the values one step reads on the host, for 1 tensor and for 4.
+//   - the state (LARS: the velocity and the last rate; LAMB: both moments and
+//     t) lives in state() under the parameter's key, so checkpoints carry it.
+//   The tests compare float64 steps worked out by hand (one and two steps,
+//   two tensors of different norms in one group, a change of rate between
+//   steps, a zero tensor) to 1e-12, and a resumed run to the last bit.
+// BEGIN SOLUTION NOTE ex6.2
+//   LARS, for one tensor w, gradient g:
 //     local_lr = η · ‖w‖ / (‖g‖ + β · ‖w‖)        η: trust_coefficient, β: weight_decay
 //     v ← m · v + lr · local_lr · (g + β · w)    m: momentum, lr: the global rate
 //     w ← w − v
-//   LAMB (You et al. 2019, Algorithm 2), with step count t:
+//   with momentum_correction, m · lr / last_lr in place of m once a last rate
+//   is known. Undefined (‖w‖ = 0 or ‖g‖ + β‖w‖ = 0): local_lr = 1, η included.
+// END SOLUTION NOTE
+// BEGIN SOLUTION NOTE ex6.3
+//   LAMB, with step count t:
 //     m ← β₁ m + (1 − β₁) g          v ← β₂ v + (1 − β₂) g²
 //     m̂ = m / (1 − β₁ᵗ)              v̂ = v / (1 − β₂ᵗ)
 //     u = m̂ / (√v̂ + ε) + λ · w       λ: weight_decay
 //     w ← w − lr · (‖w‖ / ‖u‖) · u
-//   Either ratio is 1 where ‖w‖ or the denominator is 0 (a tensor that starts
-//   at zero must still be able to move), and where the group's adapt() is false.
+//   Undefined (‖w‖ = 0 or ‖u‖ = 0): the trust ratio is 1.
+// END SOLUTION NOTE
 //
 // Note: [state in checkpoints] LibTorch saves an optimizer's state keyed by
 // parameter position, through the ParamState and Options classes' serialize()
 // methods; defining those (below) is all it takes for ch03's save_checkpoint
 // and load_checkpoint to carry LARS's momentum and LAMB's moments and step
-// counts with the model. The options (lr, η, weight decay) are written but,
-// as for LibTorch 1.13's own optimizers, not read back: load() restores the
-// state into an optimizer the program has built with its options, and the
-// rate comes from the schedule at every step anyway.
+// counts with the model. torch::optim::serialize writes each group's options
+// too, and load() assigns them back to the optimizer's groups (as for
+// LibTorch's own optimizers); the rate then comes from the schedule at every
+// step anyway.
 #pragma once
 #include <memory>
 #include <vector>
@@ -76,8 +108,8 @@ class Lars : public torch::optim::Optimizer {
       : Lars(std::vector<torch::optim::OptimizerParamGroup>{torch::optim::OptimizerParamGroup(std::move(params))},
              defaults) {}
   // ex6.2: one update of every parameter with a gradient, as above. The
-  // momentum buffer of a parameter is created (zeros) at its first step and
-  // kept in state() under its key (workbook::torch_compat::optimizer_state_key(p), Note [an optimizer's state key]).
+  // velocity of a parameter starts at zero at its first step and is kept in
+  // state() under its key (workbook::torch_compat::optimizer_state_key(p), Note [an optimizer's state key]).
   torch::Tensor step(LossClosure closure = nullptr) override;
   void save(torch::serialize::OutputArchive& archive) const override;  // given
   void load(torch::serialize::InputArchive& archive) override;         // given
@@ -118,7 +150,7 @@ class Lamb : public torch::optim::Optimizer {
       : Lamb(std::vector<torch::optim::OptimizerParamGroup>{torch::optim::OptimizerParamGroup(std::move(params))},
              defaults) {}
   // ex6.3: one update of every parameter with a gradient, as above; the step
-  // count t is per parameter (1 at its first update), as in torch.optim.Adam.
+  // count t is per parameter (1 at its first update), as in torch::optim::Adam.
   torch::Tensor step(LossClosure closure = nullptr) override;
   void save(torch::serialize::OutputArchive& archive) const override;  // given
   void load(torch::serialize::InputArchive& archive) override;         // given

@@ -57,13 +57,15 @@ TEST_CASE("ex6.2 excluded tensors: plain momentum SGD, no weight decay, no trust
   CHECK(layer.w[0][0].item<double>() == Approx(2.985).epsilon(1e-12));
 }
 
-TEST_CASE("ex6.2 a weight of norm zero still moves (trust ratio 1); no gradient, no move", "[ex6.2]") {
+TEST_CASE("ex6.2 a weight of norm zero still moves (local rate 1: plain momentum SGD); no gradient, no move", "[ex6.2]") {
   torch::Tensor zero = torch::zeros({1, 2}, torch::kFloat64).set_requires_grad(true);
   torch::Tensor idle = torch::ones({1, 2}, torch::kFloat64).set_requires_grad(true);
   ch06::Lars lars({zero, idle}, toy_lars_options());
   zero.mutable_grad() = torch::tensor({{0.6, 0.8}}, torch::kFloat64);
   lars.step();
-  INFO("v = 0.5 · 1 · (g + 0.1 · 0) = [0.3, 0.4]");
+  INFO("‖w‖ = 0 leaves the local rate undefined: it is 1 (η included), as for an excluded tensor, so "
+       "v = 0.5 · 1 · (g + 0.1 · 0) = [0.3, 0.4]; a trust ratio of 1 times η = 0.01 would move it 100 times less: "
+       << zero);
   CHECK(zero[0][0].item<double>() == Approx(-0.3).epsilon(1e-12));
   CHECK(zero[0][1].item<double>() == Approx(-0.4).epsilon(1e-12));
   INFO("a parameter without a gradient is skipped (no weight decay either)");

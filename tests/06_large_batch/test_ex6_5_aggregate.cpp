@@ -2,6 +2,8 @@
 // every k batches, and each round is one step on all of its batches.
 #include "catch2_compat.hpp"
 
+#include <algorithm>
+
 #include "accumulation.hpp"
 #include "accumulation_data.hpp"
 #include "host_reads.hpp"
@@ -121,4 +123,48 @@ TEST_CASE("ex6.5 the observer sees this rank's own gradient, once per round, bef
   INFO("the observer must run before the all-reduce: it must see this rank's gradient, not the average over ranks "
        "(largest difference " << (seen.front() - expected).abs().max().item<double>() << ")");
   REQUIRE(mpi_test::all_ranks(torch::allclose(seen.front(), expected, 1e-5, 1e-6)));
+}
+
+TEST_CASE("ex6.5 when a round's last add() returns, .grad holds the gradient averaged over ranks", "[ex6.5][np3]") {
+  // ch06_train --noise-scale reads .grad right after add() returns, as the
+  // gradient the optimizer stepped with: the mean over every rank of the
+  // round's gradient. So the gradients are cleared when the next round
+  // starts, not when this one ends.
+  auto comm = mpi_test::communicator();
+  const int64_t k = 2;
+  const auto batches = accumulation_data::global_batches(static_cast<int>(2 * k), 2 * comm->size(), 79);
+  auto model = accumulation_data::toy_model();
+  auto reference = oracle::copy_of(*model);
+  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.1));
+  ch06::GradientAggregator aggregator(*model, optimizer, *comm, k);
+  torch::optim::SGD reference_optimizer(reference->parameters(), torch::optim::SGDOptions(0.1));
+  for (int64_t round = 0; round < 2; ++round) {
+    CAPTURE(round);
+    std::vector<torch::Tensor> images, labels;
+    for (int64_t i = 0; i < k; ++i) {
+      const ch03::Batch& global = batches[static_cast<size_t>(round * k + i)];
+      images.push_back(global.images);
+      labels.push_back(global.labels);
+      aggregator.add(share(global, comm->rank(), comm->size()));
+    }
+    // The oracle: the gradient of the mean loss over the round's global batches, before the step.
+    reference_optimizer.zero_grad();
+    torch::nn::functional::cross_entropy(reference->forward(torch::cat(images)), torch::cat(labels)).backward();
+    const std::vector<torch::Tensor> got = model->parameters(), expected = reference->parameters();
+    bool all_defined = true;
+    double difference = 0.0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (!got[i].grad().defined()) {
+        all_defined = false;
+        continue;
+      }
+      difference = std::max(difference, (got[i].grad() - expected[i].grad()).abs().max().item<double>());
+    }
+    INFO("after the round's last add() returned, " << (all_defined ? "" : "some parameter's .grad is undefined "
+         "(zero_grad() sets it to none) and ") << "the largest difference of .grad from the gradient averaged over "
+         "every rank's batches of the round is " << difference << ": .grad must still hold the gradient the step "
+         "used, so clear the gradients when the next round starts, not when this one ends");
+    REQUIRE(mpi_test::all_ranks(all_defined && difference <= 1e-5));
+    reference_optimizer.step();
+  }
 }
