@@ -31,14 +31,19 @@ void broadcast_model(torch::nn::Module& model, workbook::Communicator& comm, int
 
 // ---- ex3.2: a shard of the data per rank ---------------------------------------
 
-// As PyTorch's torch.utils.data.DistributedSampler defines it:
+// As PyTorch's torch.utils.data.DistributedSampler defines it (the tests
+// compare with PyTorch's own answers):
 //  * The epoch's order: a permutation of 0..dataset_size-1 from a generator
 //    seeded with seed + epoch (shuffle), or 0, 1, 2, ... (no shuffle). Every
 //    rank computes the same order without communicating.
-//  * Without drop_last, the order is padded by repeating it from the start
-//    until its length is a multiple of num_replicas (some samples twice);
-//    with drop_last, the tail that does not fill a round is cut off.
-//  * Rank r takes positions r, r + num_replicas, r + 2 num_replicas, ...
+//  * Every rank gets the same number of indices. Without drop_last some
+//    samples appear twice in an epoch so that every sample appears; with
+//    drop_last none appears twice and a few are left out.
+//  * Example, 10 samples, 4 replicas, order 7 2 9 0 5 1 8 3 6 4:
+//      ranks 0..3 get  7 5 6 | 2 1 4 | 9 8 7 | 0 3 2
+//      with drop_last  7 5   | 2 1   | 9 8   | 0 3
+//    Any dataset_size >= 0 and num_replicas >= 1 must work, more replicas
+//    than samples included.
 class DistributedSampler {
  public:
   DistributedSampler(int64_t dataset_size, int num_replicas, int rank, bool shuffle = true, uint64_t seed = 0,
@@ -103,10 +108,11 @@ struct EvalResult {
 };
 
 // Evaluates `model` (eval mode, no autograd; its mode restored afterwards)
-// on the whole of images/labels, each rank on its own samples — rank r
-// takes r, r + R, r + 2R, ... with no padding, so no sample is counted twice
+// on the whole of images/labels, each rank on its own share — every sample
+// on exactly one rank, no padding (a padded sampler would count some twice)
 // — in batches of `batch_size`, then sums the counts over ranks. Every rank
-// returns the same result. A rank with no samples still joins the sums.
+// returns the same result, exactly the single-process one. More ranks than
+// samples must work: a rank with no samples still joins the sums.
 EvalResult evaluate_distributed(workbook::Classifier& model, const torch::Tensor& images, const torch::Tensor& labels,
                                 int64_t batch_size, workbook::Communicator& comm);
 

@@ -11,10 +11,10 @@ namespace ch04 {
 // Note: [chunks]
 // A step could exchange its whole segment, then add it: while the bytes
 // travel, the adder idles; while it adds, the link idles. Cut into chunks,
-// the two overlap: the exchange of chunk k+1 is started before chunk k is
-// added, into the other half of a two-chunk scratch buffer. Every rank
-// computes the same number of chunks per step (from the largest segment), so
-// the exchanges pair up; a shorter segment's last chunks may be empty.
+// the two can overlap: a chunk's exchange is under way while the chunk
+// before it is being added. Exchanges pair up only if every rank makes the
+// same number of them in every step, whatever the sizes of the segments it
+// sends and receives (segments differ by one element, some may be empty).
 void ring_reduce_scatter(torch::Tensor& buffer, workbook::Communicator& comm, const RingOptions& requested) {
   WB_ASSERT(buffer.dim() == 1 && buffer.is_contiguous() && buffer.is_floating_point(),
             "ring_reduce_scatter needs a flat, contiguous floating-point buffer");

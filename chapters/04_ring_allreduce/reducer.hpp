@@ -45,13 +45,27 @@ struct Bucket {
   int64_t elements = 0;            // the buffer's length
 };
 
-// As PyTorch's DDP assigns them: walk the parameters from the LAST to the
-// first; add each to the current bucket; once the bucket holds at least its
-// limit in bytes, close it and start the next. The first bucket's limit is
-// `first_bucket_bytes` (small, so that communication starts early), every
-// later one's `bucket_cap_bytes`. A parameter larger than the limit gets a
-// bucket to itself. Every parameter is in exactly one bucket; no bucket is
-// empty. All parameters must share one dtype and device.
+// The buckets PyTorch's DDP ends up with when backward produces the
+// gradients in reverse registration order (it rebuilds its buckets after the
+// first iteration in the order the gradients became ready, the first one
+// small: Reducer::rebuild_buckets). The contract, by its result:
+//  * every parameter is in exactly one bucket; bucket 0 holds the last
+//    registered parameter; reading the buckets in order, and each bucket's
+//    `parameters` in order, lists every index from the last to the first;
+//  * offsets: where each parameter starts in the bucket's flat buffer, in
+//    that order, with no gaps; `elements` is the buffer's length;
+//  * bucket 0's limit is first_bucket_bytes, every later bucket's
+//    bucket_cap_bytes. Every bucket but the last reaches its limit (bytes >=
+//    limit) and would stay under it without its last parameter; the last
+//    bucket may be under its limit. So one parameter larger than the limit
+//    ends the bucket it joins, and no bucket is empty.
+// Edge cases the tests check: no parameters gives no buckets; a bucket that
+// reaches its limit with the very last parameter is not followed by an
+// empty one. All parameters must share one dtype and device (asserted).
+// Example (float32, 4 bytes an element; limits 400 B, then 1000 B):
+//   sizes in elements   [30, 40, 200, 10, 100, 60, 300]   (parameters 0 to 6)
+//   buckets             {6} 1200 B | {5, 4, 3, 2} 1480 B | {1, 0} 280 B
+//   offsets             {0}        | {0, 60, 160, 170}   | {0, 40}
 std::vector<Bucket> assign_buckets(const std::vector<torch::Tensor>& parameters,
                                    int64_t first_bucket_bytes = int64_t{1} << 20,
                                    int64_t bucket_cap_bytes = int64_t{25} << 20);
@@ -68,7 +82,9 @@ struct ReducerOptions {
   int64_t first_bucket_bytes = int64_t{1} << 20;
   int64_t bucket_cap_bytes = int64_t{25} << 20;
   // When given, these buckets instead of assign_buckets' (the tests of
-  // ex4.5 use it, so that they do not depend on ex4.4).
+  // ex4.5 use it, so that they do not depend on ex4.4). Each must be
+  // non-empty and every parameter in exactly one (the given constructor
+  // asserts it).
   std::optional<std::vector<Bucket>> buckets;
   AllReduceFn all_reduce = ring_average();
   // false: the hooks only copy; every bucket is reduced in finish(), after

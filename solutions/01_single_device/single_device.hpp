@@ -13,9 +13,13 @@ namespace ch01 {
 // ---- ex1.1: mini-batches ------------------------------------------------------
 
 // The order in which an epoch visits the samples: a permutation of
-// 0..num_samples-1 drawn from a generator seeded with `seed + epoch` (the same
-// on every call with the same arguments; another epoch, another order), or
-// 0, 1, 2, ... when `shuffle` is false. int64 tensor [num_samples] on the CPU.
+// 0..num_samples-1, int64 tensor [num_samples] on the CPU, or 0, 1, 2, ... when
+// `shuffle` is false. It is a function of (seed, epoch) alone: the same on every
+// call with the same arguments (in Chapter 3, on every rank), another for
+// another epoch or seed, whatever else has drawn random numbers before, and
+// drawing it leaves LibTorch's global generator as it was. (Any such order
+// passes the tests; the reference's comes from seed + epoch, so if yours does
+// too, your run and the reference's visit the samples alike.)
 torch::Tensor epoch_order(int64_t num_samples, uint64_t seed, int64_t epoch, bool shuffle);
 
 struct Batch {
@@ -24,10 +28,11 @@ struct Batch {
 };
 
 // Batch number `index` of an epoch: the samples order[index*batch_size ...],
-// the last batch holding what is left. `images`/`labels` may live on the CPU
-// (pinned when training on CUDA) or already on `device`; the batch ends up on
-// `device`, copied without blocking the host. Asking for a batch past the end
-// is an error.
+// the last batch holding what is left (23 samples in batches of 5: 5 5 5 5 3),
+// each label with its image. `images`/`labels` may live on the CPU or already
+// on `device`; the batch ends up on `device`, and making it never makes the
+// host wait for the device (no blocking copy to a GPU). An index before the
+// first batch or past the last is a UserError.
 Batch make_batch(const torch::Tensor& images, const torch::Tensor& labels, const torch::Tensor& order,
                  int64_t index, int64_t batch_size, const torch::Device& device);
 
@@ -36,9 +41,16 @@ int64_t batches_per_epoch(int64_t num_samples, int64_t batch_size);
 
 // ---- ex1.2: the train step ----------------------------------------------------
 
-// One optimization step on `batch`: forward, mean cross-entropy, backward, step.
-// Returns the loss as a detached 0-dim tensor on the training device: reading
-// its value (item()) would make the host wait for the device every step.
+// One optimization step on `batch`, and on nothing else: afterwards the
+// parameters are what `optimizer` makes of the gradient of this batch's mean
+// cross-entropy alone (however many steps came before). Returns that loss, as
+// the model computed it before the update, as a 0-dim tensor on the training
+// device with no autograd graph behind it: reading its value (item()) would
+// make the host wait for the device every step, so the caller decides when.
+// BEGIN SOLUTION NOTE ex1.2
+// The order: zero_grad, forward, loss, backward, step. backward() adds into
+// .grad, so what the previous step left there must go before this backward.
+// END SOLUTION NOTE
 torch::Tensor train_step(workbook::Classifier& model, torch::optim::Optimizer& optimizer, const Batch& batch);
 
 // ---- ex1.3: evaluation --------------------------------------------------------
@@ -50,9 +62,12 @@ struct EvalResult {
   double accuracy() const { return total == 0 ? 0.0 : static_cast<double>(correct) / static_cast<double>(total); }
 };
 
-// Evaluates `model` on the whole of images/labels in batches of `batch_size`,
-// in eval mode (BatchNorm uses its running statistics, dropout is off) and
-// without building an autograd graph; the model's mode is restored afterwards.
+// Evaluates `model` on the whole of images/labels in batches of `batch_size`:
+// every sample counted once, the short last batch included; the result must
+// not depend on `batch_size` (nor on which samples share a batch) and must
+// equal a single full-batch pass in eval mode. Builds no autograd graph,
+// writes no gradient, changes no BatchNorm statistic, and gives the model back
+// in the mode (train or eval) it came in. One host read for the whole call.
 EvalResult evaluate(workbook::Classifier& model, const torch::Tensor& images, const torch::Tensor& labels,
                     int64_t batch_size, const torch::Device& device);
 
@@ -62,15 +77,27 @@ struct EpochStats {
   double mean_loss = 0.0;     // training loss averaged over samples (not over batches)
   int64_t samples = 0;        // samples trained on this epoch
   int64_t timed_samples = 0;  // samples trained after the warm-up steps
-  double timed_seconds = 0.0; // wall time of the steps after warm-up, device synchronized
+  double timed_seconds = 0.0; // wall time of the steps after warm-up, their device work included
   double samples_per_s() const { return timed_seconds > 0 ? static_cast<double>(timed_samples) / timed_seconds : 0.0; }
 };
 
-// Trains one epoch in train mode, visiting the samples in `order`. The first
-// `warmup_steps` steps are run but not timed (first-call allocations and
-// kernel selection are not the steady state); the clock starts after them and
-// stops after the last step, with the device synchronized before each read.
+// Trains one epoch in train mode (whatever mode the model came in), one
+// train_step per batch of `order`, in order. The first `warmup_steps` steps
+// are run but not timed (first-call allocations and kernel selection are not
+// the steady state): timed_seconds covers the device's work for steps
+// warmup_steps..last and nothing before them, also on a GPU, whose kernel
+// calls return before the kernels have run; timed_samples counts their
+// samples. With no step after the warm-up, both stay 0. mean_loss is the mean
+// over the epoch's samples, each sample's loss as the step that trained it
+// computed it, and the host reads no value inside the loop: the number of
+// host reads must not grow with the number of steps.
 // `on_step(done, total)` is called after every step (for a progress bar).
+// BEGIN SOLUTION NOTE ex1.4
+// The clock: a Stopwatch (timing.hpp waits for the device in start() and
+// stop()) started just before step warmup_steps and stopped after the last
+// step. The mean: each step's batch mean times its batch size, summed on the
+// device, divided by the samples once after the loop.
+// END SOLUTION NOTE
 EpochStats train_epoch(workbook::Classifier& model, torch::optim::Optimizer& optimizer, const torch::Tensor& images,
                        const torch::Tensor& labels, const torch::Tensor& order, int64_t batch_size,
                        const torch::Device& device, int64_t warmup_steps,

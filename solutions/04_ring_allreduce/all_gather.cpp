@@ -8,6 +8,10 @@ namespace ch04 {
 void ring_all_gather(torch::Tensor& buffer, workbook::Communicator& comm) {
   WB_ASSERT(buffer.dim() == 1 && buffer.is_contiguous(), "ring_all_gather needs a flat, contiguous buffer");
   // BEGIN SOLUTION ex4.2
+  // The schedule. Rank r starts owning (r + 1) mod n; at step s (0 .. n-2)
+  // it sends segment (r + 1 - s) mod n (its own, then each one it just
+  // received) to the right and stores what arrives from the left as segment
+  // (r - s) mod n, which is the one its left neighbour sent.
   const int n = comm.size(), rank = comm.rank();
   const int64_t count = buffer.numel();
   if (n == 1 || count == 0) return;

@@ -11,10 +11,10 @@ namespace ch04 {
 // Note: [chunks]
 // A step could exchange its whole segment, then add it: while the bytes
 // travel, the adder idles; while it adds, the link idles. Cut into chunks,
-// the two overlap: the exchange of chunk k+1 is started before chunk k is
-// added, into the other half of a two-chunk scratch buffer. Every rank
-// computes the same number of chunks per step (from the largest segment), so
-// the exchanges pair up; a shorter segment's last chunks may be empty.
+// the two can overlap: a chunk's exchange is under way while the chunk
+// before it is being added. Exchanges pair up only if every rank makes the
+// same number of them in every step, whatever the sizes of the segments it
+// sends and receives (segments differ by one element, some may be empty).
 void ring_reduce_scatter(torch::Tensor& buffer, workbook::Communicator& comm, const RingOptions& requested) {
   WB_ASSERT(buffer.dim() == 1 && buffer.is_contiguous() && buffer.is_floating_point(),
             "ring_reduce_scatter needs a flat, contiguous floating-point buffer");
@@ -23,6 +23,18 @@ void ring_reduce_scatter(torch::Tensor& buffer, workbook::Communicator& comm, co
   // Use options.chunk_elements (> 0), never requested's (0 asks for the Communicator's size).
   [[maybe_unused]] const RingOptions options = requested.for_buffer(comm, buffer);
   // BEGIN SOLUTION ex4.1
+  // The schedule. At step s (0 .. n-2) rank r sends segment (r - s) mod n to
+  // its right and adds what arrives from its left into segment
+  // (r - s - 1) mod n. Segment j leaves rank j at step 0 and moves right one
+  // rank per step, each adding its share; after n-1 hops it rests, complete,
+  // on rank (j + n - 1) mod n: rank r completes segment (r + 1) mod n.
+  //   step 0: rank 0 sends a, rank 1 b, rank 2 c, rank 3 d; rank 1 adds a0 into a, ...
+  //   step 1: rank 0 sends d (d3 + d0), rank 1 a, ...; each adds a third contribution
+  //   step 2: rank 0 sends c, ...; rank 0 ends with b, rank 1 c, rank 2 d, rank 3 a.
+  // C++'s % keeps the sign of a negative left side: add n (or 2n) first.
+  // Chunks (Note: [chunks]): as many per step as the largest segment needs,
+  // on every rank; two scratch halves, and chunk k+1's exchange started
+  // before chunk k is waited for and added.
   const int n = comm.size(), rank = comm.rank();
   const int64_t count = buffer.numel();
   if (n == 1 || count == 0) return;

@@ -1,33 +1,34 @@
 // ring.hpp — Chapter 4's collectives: a ring all-reduce built from
 // point-to-point exchanges (Communicator::start_exchange).
 //
-// Four ranks, a buffer cut into four segments a b c d. Each rank sends to
-// its right neighbour and receives from its left, all at once:
+// Four ranks, a buffer cut into four segments a b c d (ring_segment, given).
+// Each rank exchanges only with its two neighbours: it sends to its right
+// and receives from its left, both at once (start_exchange):
 //
 //        ┌──────► rank 0 ──────► rank 1 ──────┐
 //        │                                    ▼
 //        └────── rank 3 ◄────── rank 2 ◄──────┘
 //
-// reduce-scatter (ex4.1): n-1 steps. At step s, rank r sends segment
-// (r - s) mod n and adds what arrives into segment (r - s - 1) mod n.
+// Capital letters are full sums over the ranks (B = b0 + b1 + b2 + b3);
+// "." is a segment whose value the contract leaves open (a partial sum).
 //
-//              rank 0        rank 1        rank 2        rank 3
-//   start      a0 b0 c0 d0   a1 b1 c1 d1   a2 b2 c2 d2   a3 b3 c3 d3
-//   step 0     sends a0 →    sends b1 →    sends c2 →    sends d3 → (to rank 0)
-//              d3+d0         a0+a1         b1+b2         c2+c3
-//   step 1     sends d →     sends a →     sends b →     sends c →
-//              c:3 ranks     d:3 ranks     a:3 ranks     b:3 ranks
-//   step 2     ... after n-1 steps rank r holds segment (r + 1) mod n
-//              summed over all n ranks: rank 0 has b, rank 1 c, rank 2 d, rank 3 a.
+//                    rank 0        rank 1        rank 2        rank 3
+//   before ex4.1     a0 b0 c0 d0   a1 b1 c1 d1   a2 b2 c2 d2   a3 b3 c3 d3
+//   after  ex4.1     .  B  .  .    .  .  C  .    .  .  .  D    A  .  .  .
+//   after  ex4.2     A  B  C  D    A  B  C  D    A  B  C  D    A  B  C  D
 //
-// all-gather (ex4.2): n-1 more steps. At step s, rank r sends segment
-// (r + 1 - s) mod n (the one it completed, then the ones it received) and
-// stores what arrives as segment (r - s) mod n. Afterwards every rank holds
-// every summed segment.
+// Each phase takes n-1 steps; in a step every rank sends one segment (or,
+// in ex4.1, that segment's chunks) to its right neighbour and receives one
+// from its left. Which segment, at which step, is the exercise: work it out
+// from the two pictures. A segment's sum can only be complete on a rank
+// after it has passed through every other rank.
 //
-// Traffic: each rank sends n-1 segments of count/n elements in each phase,
-// 2 (n-1)/n x count in all, however many ranks there are. A ring is
-// bandwidth-optimal: no rank sends more than that, and no link idles.
+// Traffic (the tests count it): in each phase a rank sends n-1 segments of
+// count/n elements, never the one it ends up owning (ex4.1), nor the one its
+// right neighbour completed (ex4.2): 2 (n-1)/n x count for the all-reduce,
+// however many ranks there are. That is optimal: each rank must receive
+// (n-1)/n of the buffer to complete its share, and send as much to spread
+// the results. No link idles.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -70,22 +71,28 @@ struct RingOptions {
 // ---- ex4.1 ------------------------------------------------------------------
 // Reduce-scatter, in place on the flat, contiguous `buffer` (float32 or
 // float64, the same count on every rank): afterwards segment (rank + 1) mod
-// n holds the sum over ranks of that segment; the other segments hold
-// partial sums. Chunked so that receiving and adding overlap. n = 1: nothing
-// to do. Collective: every rank calls it.
+// n holds the exact sum over ranks of that segment (the picture above); the
+// other segments hold whatever partial sums are left. Each step's segment
+// goes in chunks of options.chunk_elements (resolved by for_buffer), and the
+// next chunk is already on its way while one is added (Note: [chunks] in
+// reduce_scatter.cpp). Must work for any count (0, fewer elements than
+// ranks: empty segments and empty chunks) and any n >= 1 (n = 1: nothing to
+// send). Collective: every rank calls it.
 void ring_reduce_scatter(torch::Tensor& buffer, workbook::Communicator& comm, const RingOptions& options = {});
 
 // ---- ex4.2 ------------------------------------------------------------------
-// All-gather, in place: segment (rank + 1) mod n of `buffer` is this rank's
-// (what reduce-scatter left there); afterwards every segment holds its
-// owner's values on every rank. Collective.
+// All-gather, in place: on entry segment (rank + 1) mod n of `buffer` is
+// this rank's (what reduce-scatter left there; the other segments are
+// anything); afterwards every segment holds its owner's values on every rank
+// (the last row of the picture). Any count, any n >= 1. Collective.
 void ring_all_gather(torch::Tensor& buffer, workbook::Communicator& comm);
 
 // ---- ex4.3 ------------------------------------------------------------------
-// All-reduce: `buffer` on every rank becomes the element-wise sum (or mean)
-// over ranks. Any count (0, fewer than the ranks, not divisible by them,
-// millions), any world size >= 1. Average divides only the segment this rank
-// owns, between the two phases: 1/n of the work of dividing everything.
+// All-reduce: `buffer` on every rank becomes the element-wise sum (or, with
+// ReduceOp::Average, the sum divided by n, to float rounding) over ranks,
+// through the ring only: no library collective. Any count (0, fewer than the
+// ranks, not divisible by them, millions), any world size >= 1. Dividing the
+// whole result works; there is a place where dividing costs n times less.
 void ring_all_reduce(torch::Tensor& buffer, workbook::ReduceOp op, workbook::Communicator& comm,
                      const RingOptions& options = {});
 

@@ -122,3 +122,26 @@ TEST_CASE("ex1.4 train_epoch reads no value on the host per step", "[ex1.4]") {
           "Keep the loss sum a tensor on the device and read it once, after the loop");
   REQUIRE(reads_9 == reads_3);
 }
+
+TEST_CASE("ex1.4 an epoch with no step after the warm-up times nothing", "[ex1.4]") {
+  // The header's edge case: warm-up as long as the epoch (or longer) leaves
+  // nothing to time, so timed_samples and timed_seconds stay 0, and
+  // samples_per_s() is 0 rather than a number from a clock never started.
+  torch::manual_seed(8);
+  const int64_t n = 20, batch_size = 10;  // 2 steps
+  torch::Tensor images = torch::rand({n, 1, 28, 28});
+  torch::Tensor labels = torch::randint(0, 10, {n}, torch::kInt64);
+  for (int64_t warmup : {int64_t{2}, int64_t{5}}) {
+    CAPTURE(warmup);
+    auto model = std::make_shared<workbook::TinyNet>(8, 0.0);
+    torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.01));
+    ch01::EpochStats stats =
+        ch01::train_epoch(*model, optimizer, images, labels, torch::arange(n, torch::kInt64), batch_size, torch::kCPU,
+                          warmup);
+    INFO("every step is warm-up: all " << n << " samples are trained, none is timed, and timed_seconds stays 0 (got "
+                                        << stats.timed_seconds << ")");
+    REQUIRE(stats.samples == n);
+    REQUIRE(stats.timed_samples == 0);
+    REQUIRE(stats.timed_seconds == 0.0);
+  }
+}
