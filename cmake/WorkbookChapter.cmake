@@ -103,6 +103,37 @@ function(workbook_chapter_uses folder out)
   set(${out} "${libraries}" PARENT_SCOPE)
 endfunction()
 
+# `text` without its SOLUTION NOTE regions, whole lines, as the skeleton
+# generator cuts them (Note [solution notes] in common/cli/skeleton.cpp): a
+# header that differs from the reference only there is the same code.
+function(workbook_cut_solution_notes text out)
+  while(TRUE)
+    string(FIND "${text}" "// BEGIN SOLUTION NOTE" begin)
+    if(begin EQUAL -1)
+      break()
+    endif()
+    string(SUBSTRING "${text}" 0 ${begin} before)
+    string(FIND "${before}" "\n" line_start REVERSE)
+    math(EXPR line_start "${line_start} + 1")  # -1 (the first line) becomes 0
+    string(SUBSTRING "${text}" ${begin} -1 rest)
+    string(FIND "${rest}" "// END SOLUTION NOTE" end)
+    if(end EQUAL -1)
+      break()  # unclosed: dev sync says so; the copies then differ
+    endif()
+    string(SUBSTRING "${rest}" ${end} -1 tail)
+    string(FIND "${tail}" "\n" newline)
+    if(newline EQUAL -1)
+      set(after "")
+    else()
+      math(EXPR newline "${newline} + 1")
+      string(SUBSTRING "${tail}" ${newline} -1 after)
+    endif()
+    string(SUBSTRING "${text}" 0 ${line_start} kept)
+    set(text "${kept}${after}")
+  endwhile()
+  set(${out} "${text}" PARENT_SCOPE)
+endfunction()
+
 # True (in `out`) when the student's copy of a chapter shares its code with
 # the reference: every header and program main file in chapters/ equals the
 # one in solutions/. Only exercise files differ then, and the programs and the
@@ -122,9 +153,10 @@ function(workbook_chapter_shares_code folder out)
     set(student_copy ${CMAKE_SOURCE_DIR}/chapters/${folder}/${name})
     set_property(DIRECTORY ${CMAKE_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${student_copy})
     if(same)
-      file(SHA256 ${student_copy} student_hash)
-      file(SHA256 ${CMAKE_SOURCE_DIR}/solutions/${folder}/${name} solution_hash)
-      if(NOT student_hash STREQUAL solution_hash)
+      file(READ ${student_copy} student_text)
+      file(READ ${CMAKE_SOURCE_DIR}/solutions/${folder}/${name} solution_text)
+      workbook_cut_solution_notes("${solution_text}" solution_text)
+      if(NOT student_text STREQUAL solution_text)
         set(same OFF)
       endif()
     endif()

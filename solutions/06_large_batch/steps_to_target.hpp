@@ -55,6 +55,7 @@
 #include "ddp.hpp"  // Chapter 3's reference: broadcast_model, DistributedSampler, gather_batch, evaluate_distributed
 #include "methods.hpp"
 #include "optimizers.hpp"
+#include "schedule.hpp"
 #include "workbook/communicator.hpp"
 #include "workbook/fashion_mnist.hpp"
 #include "workbook/noise_scale.hpp"
