@@ -91,7 +91,19 @@ void PipelineStage::begin_step(const torch::Tensor& images, const torch::Tensor&
   loss_sum_ = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(images.device()));
   stats_ = StageStepStats{};
   last_forward_ = last_backward_ = -1;
-  gradients_received_ = forwards_ = backwards_ = 0;
+  forwards_ = backwards_ = 0;
+  unnamed_gradients_.clear();
+}
+
+// Note: [naming a received gradient] A gradient travels without its
+// micro-batch's number, so recv_backward cannot name it: its entry in
+// `order` waits, as "<B?", for the next backward this stage runs, which is
+// the one that uses it (the oldest gradient not yet named goes to it).
+void PipelineStage::name_received_gradient(int64_t micro) {
+  if (unnamed_gradients_.empty()) return;
+  std::string& entry = stats_.order[unnamed_gradients_.front()];
+  unnamed_gradients_.pop_front();
+  entry.replace(entry.rfind('?'), 1, std::to_string(micro));
 }
 
 StageStepStats PipelineStage::end_step() {
@@ -127,6 +139,7 @@ class ComputeClock {
              stage.stage_, micro, stage.micro_batches_ - 1);
     stage_.stats_.order.push_back(fmt::format("{}{}", what, micro));
     (what == 'F' ? stage_.last_forward_ : stage_.last_backward_) = micro;
+    if (what == 'B') stage_.name_received_gradient(micro);
     ++(what == 'F' ? stage_.forwards_ : stage_.backwards_);
   }
   ~ComputeClock() { stage_.stats_.compute_s += workbook::now_seconds() - started_; }
@@ -186,7 +199,8 @@ torch::Tensor PipelineStage::recv_backward() {
   if (last_stage()) return {};
   torch::Tensor grad = torch::empty(block_output_shape(end_block_ - 1, micro_rows_), images_.options());
   comm_->recv(grad, stage_ + 1);
-  stats_.order.push_back(fmt::format("<B{}", gradients_received_++));
+  stats_.order.push_back("<B?");
+  unnamed_gradients_.push_back(stats_.order.size() - 1);
   return grad;
 }
 
@@ -200,7 +214,8 @@ torch::Tensor PipelineStage::send_forward_recv_backward(const torch::Tensor& act
   if (last_stage()) return {};
   torch::Tensor grad = torch::empty(block_output_shape(end_block_ - 1, micro_rows_), images_.options());
   comm_->exchange(activation.contiguous(), stage_ + 1, grad, stage_ + 1);
-  stats_.order.push_back(fmt::format("F{}>|<B{}", last_forward_, gradients_received_++));
+  stats_.order.push_back(fmt::format("F{}>|<B?", last_forward_));
+  unnamed_gradients_.push_back(stats_.order.size() - 1);
   return grad;
 }
 

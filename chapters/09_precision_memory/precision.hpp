@@ -53,19 +53,20 @@ Sums sum_in_order(const torch::Tensor& values, torch::ScalarType storage);
 
 // PyTorch's GradScaler's defaults.
 struct ScalerOptions {
-  double init_scale = 65536.0;    // 2^16
-  double growth_factor = 2.0;     // after growth_interval clean steps in a row
-  double backoff_factor = 0.5;    // after an overflow
-  int64_t growth_interval = 2000;
+  double init_scale = 65536.0;    // 2^16: the scale of the first step
+  double growth_factor = 2.0;     // the scale's factor when it grows (> 1)
+  double backoff_factor = 0.5;    // the scale's factor when it shrinks (between 0 and 1)
+  int64_t growth_interval = 2000; // the clean steps in a row that let it grow
 };
 
 // Note: [why a loss scale] float16's smallest normal number is 6e-5 and its
 // smallest at all 6e-8: gradients under half of that become 0. Scaling
 // the loss by S scales every gradient by S (backward is linear), which moves
 // them into range; dividing by S in float32 afterwards (unscale) gives the
-// true gradients. Too large an S overflows to inf: the step is skipped and S
-// halved. After growth_interval clean steps S doubles, to find the largest
-// S that does not overflow. bfloat16 has float32's range and needs none.
+// true gradients. Too large an S overflows to inf, and that step's gradients
+// are useless. The best S is the largest that does not overflow, and it
+// changes as training goes; the dynamic scaler searches for it, with the
+// steps themselves as its probes. bfloat16 has float32's range and needs none.
 class DynamicLossScaler {
  public:
   explicit DynamicLossScaler(ScalerOptions options = {});
@@ -82,9 +83,17 @@ class DynamicLossScaler {
   // gradients, and one rank alone skipping would leave the others ahead).
   bool unscale(const std::vector<torch::Tensor>& parameters, workbook::Communicator& comm);
 
-  // ex9.2: after every step. Overflow: scale × backoff_factor, the clean
-  // count back to 0, one more skipped step. Clean: the count + 1, and when it
-  // reaches growth_interval, scale × growth_factor and the count back to 0.
+  // ex9.2: called once after every step tried, with whether it overflowed
+  // on any rank. The contract, in what the accessors report:
+  //  - an overflow says the scale is too large NOW: the next step must use a
+  //    smaller one, by backoff_factor, and skipped_steps() counts it;
+  //  - a clean step says nothing by itself; only a run of growth_interval
+  //    clean steps in a row, with no change of scale in it, lets the scale
+  //    try growth_factor times larger, and a run starts afresh after every
+  //    change of scale, whichever way it went;
+  //  - clean_steps() is the length of the current run: the clean steps since
+  //    the scale last changed (or since construction).
+  // The factors and the interval are the options', whatever they are.
   void update(bool found_inf);
 
  private:
@@ -94,12 +103,14 @@ class DynamicLossScaler {
   int64_t skipped_steps_ = 0;
 };
 
-// ex9.2: the step under the scaler: unscale `parameters`' gradients; when no
-// rank found an inf or NaN, optimizer.step() and then advance_schedule()
-// (the learning-rate schedule moves with the steps taken, not the steps
-// tried); then update the scale. Returns whether the step was taken. A
-// skipped step changes neither the parameters, nor the optimizer's state
-// (Adam's moments and step count), nor the schedule.
+// ex9.2: the step under the scaler, with `parameters`' gradients still
+// scaled on entry. Returns whether the step was taken: it is taken on every
+// rank or on none, and exactly when no rank found an inf or a NaN. A taken
+// step moves the optimizer with the true (unscaled) gradients and calls
+// advance_schedule() once (it may be empty); a skipped step changes neither
+// the parameters, nor the optimizer's state (Adam's moments and step count),
+// nor the schedule (it counts the steps taken, not the steps tried). Either
+// way the scaler learns the step's outcome.
 bool scaled_step(DynamicLossScaler& scaler, torch::optim::Optimizer& optimizer,
                  const std::vector<torch::Tensor>& parameters, const std::function<void()>& advance_schedule,
                  workbook::Communicator& comm);

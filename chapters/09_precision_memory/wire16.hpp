@@ -1,20 +1,22 @@
 // wire16.hpp — ex9.4: gradients averaged with 16 bits on the wire, as DDP's
-// bf16_compress_hook and fp16_compress_hook do.
+// bf16_compress_hook and fp16_compress_hook do (with a stronger guarantee
+// than theirs: the lesson says where they differ).
 //
-//   float32 gradient g_r on rank r
-//     × 1/n        in float32, BEFORE anything is rounded or summed
-//     → 16 bits    half the bytes: what the ring sends
-//     ring sum     Chapter 4's ring, adding in 16 bits
-//     → float32    back into the gradient, for the float32 optimizer
+//   start, on rank r:    flat = g_r                         (float32)
+//   end, on every rank:  flat = (g_0 + ... + g_{n-1}) / n   (float32, to
+//                                                             16-bit precision)
+//   on the wire: 16-bit numbers only (Chapter 4's ring adds in whatever
+//   dtype it is given), half the bytes of the float32 ring.
 //
-// Note: [divide first] float16's largest number is 65504. A gradient of
-// 40000 on each of two ranks sums to 80000, inf in float16, while its mean
-// is 40000. A partial sum of the ring is a sum of k of the shares g_r / n
-// (k <= n), so dividing first bounds every partial sum by the largest
-// |g_r| of any one rank: if each rank's gradient fits in float16, every
-// partial sum does. Dividing after the 16-bit rounding is no better: a
-// share of 100000 is inf before it is divided. bfloat16 has float32's
-// range, and dividing first costs it nothing.
+// What must hold besides: the 16-bit formats are short of range (float16's
+// largest is 65504) and of digits. Element by element, whenever the mean of
+// the ranks' absolute values, (|g_0| + ... + |g_{n-1}|) / n, is within the
+// wire format's range, the result must be finite and within a few roundings
+// of the mean: nothing on the way may overflow. Examples, float16 at n = 2:
+// g_0 = g_1 = 40000 (mean 40000), and g_0 = 100000, g_1 = 0 (mean 50000),
+// must both come back right. In which order to do what is yours to work out
+// (the lesson's question 5).
+//
 #pragma once
 #include <torch/torch.h>
 
@@ -23,10 +25,12 @@
 
 namespace ch09 {
 
-// ex9.4: `flat` (float32, 1-D, contiguous) on every rank becomes the mean over
-// the ranks, computed as drawn above: the ring moves `wire` (float16 or
-// bfloat16) elements only, 2 (n-1)/n × count of them per rank, 2 bytes each.
-// Collective.
+// ex9.4: `flat` (float32, 1-D, contiguous; any count, 1 included) on every
+// rank becomes the mean over the ranks, as drawn above: the ring moves `wire`
+// (float16 or bfloat16) elements only, 2 (n-1)/n × count of them per rank,
+// 2 bytes each, and the result is what that format can hold (a value only
+// bfloat16 can hold is inf through float16; digits only float16 keeps are
+// rounded away through bfloat16). Collective.
 void average_in_16_bits(torch::Tensor& flat, torch::ScalarType wire, workbook::Communicator& comm,
                         const ch04::RingOptions& ring = {});
 

@@ -9,12 +9,16 @@ namespace ch07 {
 
 // Note: [a norm is not a sum of shard norms] With the parameters flattened
 // and cut into shards, a rank's shard holds pieces of tensors, and a tensor
-// may be split between two ranks. Its norm is sqrt of the sum of squares of
-// ALL its pieces: ‖w‖² = Σ_ranks ‖piece‖², never Σ ‖piece‖ and never one
-// rank's piece alone. So each rank sums squares per tensor, and one small
-// all-reduce adds the partial sums. A LAMB (or LARS) that computes its
-// trust ratio from each rank's piece gives a split tensor two different
-// ratios, one per half: the model is no longer the one DDP would train.
+// may be split between two ranks, and its norm is the whole tensor's. A LAMB
+// (or LARS) that computes its trust ratio from each rank's piece gives a
+// split tensor two different ratios, one per half: the model is no longer
+// the one DDP would train.
+// BEGIN SOLUTION NOTE ex7.4
+// The norm is sqrt of the sum of squares of ALL its pieces:
+// ‖w‖² = Σ_ranks ‖piece‖², never Σ ‖piece‖ and never one rank's piece
+// alone. So each rank sums squares per tensor, and one small all-reduce
+// adds the partial sums.
+// END SOLUTION NOTE
 torch::Tensor squared_norms_per_parameter(const Partition& partition, const torch::Tensor& owned,
                                           workbook::Communicator& comm) {
   WB_ASSERT(owned.dim() == 1 && owned.numel() == partition.owned_numel(),

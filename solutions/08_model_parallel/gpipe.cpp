@@ -13,8 +13,10 @@ void gpipe(PipelineStage& stage) {
     const torch::Tensor input = stage.recv_forward(micro);
     stage.send_forward(stage.forward(micro, input));
   }
-  // Then every backward, in the same order (the gradients add up in the order
-  // a single process accumulating micro-batches would add them).
+  // Then every backward. Any order works if every stage takes the same one
+  // (a received gradient carries no micro-batch number); the GPipe paper
+  // draws them last micro-batch first. Micro-batch order here: the gradients
+  // add up in the order a single process accumulating micro-batches adds them.
   for (int64_t micro = 0; micro < m; ++micro) {
     const torch::Tensor output_grad = stage.recv_backward();
     stage.send_backward(stage.backward(micro, output_grad));

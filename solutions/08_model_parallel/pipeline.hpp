@@ -3,20 +3,27 @@
 // micro-batches, which flow through the stages: activations forward to the
 // next stage, their gradients back to the one before.
 //
-// p = 3 stages, m = 4 micro-batches; F2 = forward of micro-batch 2, B2 its backward:
+// p = 3 stages, m = 4 micro-batches; F2 = forward of micro-batch 2, B2 its backward.
+// GPipe runs all forwards, then all backwards (here in micro-batch order):
 //
-//   GPipe (all forwards, then all backwards)       1F1B (one forward, one backward)
-//   stage 0: F0 F1 F2 F3 .. .. .. .. B0 B1 B2 B3   stage 0: F0 F1 F2 .. B0 F3 B1 .. B2 B3
-//   stage 1: .. F0 F1 F2 F3 .. .. B0 B1 B2 B3 ..   stage 1: .. F0 F1 B0 F2 B1 F3 B2 B3 ..
-//   stage 2: .. .. F0 F1 F2 F3 B0 B1 B2 B3 .. ..   stage 2: .. .. F0 B0 F1 B1 F2 B2 F3 B3
+//   stage 0: F0 F1 F2 F3 .. .. .. .. B0 B1 B2 B3
+//   stage 1: .. F0 F1 F2 F3 .. .. B0 B1 B2 B3 ..
+//   stage 2: .. .. F0 F1 F2 F3 B0 B1 B2 B3 .. ..
 //   ("..": the stage waits: the bubble. Backwards drawn as long as forwards.)
 //
-// Both have the same bubble, (p − 1) / (m + p − 1) of the step when every
-// stage takes as long: the first stage waits for the last to start its
-// backwards, the last waited for the first's forwards. They differ in memory:
-// a stage holds a micro-batch's activations from its forward to its
-// backward, so GPipe's stages hold all m at the end of the forwards, and
-// 1F1B's stage s at most p − s, however large m is.
+// 1F1B (one forward, one backward) runs a stage's backwards as early as it
+// can, so that stage s never holds more than p − s micro-batches, however
+// large m is; GPipe's stages hold all m at the end of the forwards. (A stage
+// holds a micro-batch's activations from its forward to its backward.) Both
+// have the same bubble, (p − 1) / (m + p − 1) of the step when every stage
+// takes as long: the first stage waits for the last to start its
+// backwards, the last waited for the first's forwards.
+// BEGIN SOLUTION NOTE ex8.7
+//   1F1B, p = 3, m = 4:
+//   stage 0: F0 F1 F2 .. B0 F3 B1 .. B2 B3
+//   stage 1: .. F0 F1 B0 F2 B1 F3 B2 B3 ..
+//   stage 2: .. .. F0 B0 F1 B1 F2 B2 F3 B3
+// END SOLUTION NOTE
 //
 // Note: [an exchange where both neighbours send] In 1F1B's steady state a
 // stage sends an activation to the next stage while the next stage sends it
@@ -27,6 +34,7 @@
 // send_backward_recv_forward — what Megatron-LM's batched send/receive is for.
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <string>
 #include <vector>
@@ -68,8 +76,9 @@ struct StageStepStats {
   int64_t peak_held_bytes = 0;    // their inputs' and outputs' bytes at that moment, counted from the tensors
   // What the stage did, in order: "F2" the forward of micro-batch 2, "B2" its
   // backward; "<F2" received its input, "F2>" sent its output, "<B2" received
-  // its output's gradient, "B2>" sent its input's gradient; "F3>|<B0" an
-  // exchange of both. Only real transfers: the first stage receives no
+  // its output's gradient (named after the backward that used it: Note
+  // [naming a received gradient] in pipeline_stage.cpp), "B2>" sent its
+  // input's gradient; "F3>|<B0" an exchange of both. Only real transfers: the first stage receives no
   // input and sends no gradient, the last sends no output and receives no gradient.
   std::vector<std::string> order;
 };
@@ -141,15 +150,24 @@ class PipelineStage : public torch::nn::Module {
   int64_t micro_batches_ = 0, micro_rows_ = 0;
   torch::Tensor loss_sum_;
   StageStepStats stats_;
-  int64_t last_forward_ = -1, last_backward_ = -1, gradients_received_ = 0;  // for `order`
+  int64_t last_forward_ = -1, last_backward_ = -1;  // for `order`
+  std::deque<size_t> unnamed_gradients_;            // entries of `order` whose gradient has no backward yet
+  void name_received_gradient(int64_t micro);
   int64_t forwards_ = 0, backwards_ = 0;  // this step's, for end_step()'s check
 };
 
 // ---- ex8.6 and ex8.7: the schedules ---------------------------------------------
 // One training step's forwards and backwards of every micro-batch on this
 // stage, after begin_step(); every stage runs the same schedule at once.
-void gpipe(PipelineStage& stage);        // ex8.6: all forwards, then all backwards
-void one_f_one_b(PipelineStage& stage);  // ex8.7: warm-up forwards, then one forward and one backward, then the rest
+// ex8.6: every forward, then every backward; the backwards in any order that
+// every stage shares (a received gradient carries no micro-batch number).
+// ex8.7: the same micro-batches, each stage's backwards as early as its
+// neighbours allow, at most p − s held on stage s; the forwards of both in
+// micro-batch order (dropout draws its masks in that order). Must work for
+// m = 1 and for m < p. Where two neighbours send to each other at once: Note
+// [an exchange where both neighbours send].
+void gpipe(PipelineStage& stage);
+void one_f_one_b(PipelineStage& stage);
 
 // Given: the test set through the pipeline in eval mode, forward only, in
 // batches of `batch` (every stage calls it): the last stage's counts, sent to

@@ -10,15 +10,20 @@
 //   [B, I]   rank 1: A₁·x = h₁ [B, H₁] ──> rank 1: B₁·h₁ ┼─g──> y = Σ_r B_r·h_r [B, O]
 //            (A's rows: output features)    (B's columns)┘       (+ bias, once)
 //
+// In forward every rank's A_r reads the whole x, and y, on every rank, is the
+// sum of the ranks' products (plus B's bias, once). In backward every rank
+// must end with the gradient of x that one process computes for the whole
+// pair. f and g make both directions right: one all-reduce in forward and
+// one in backward per pair, whatever the number of ranks (the tests count
+// them). The nonlinearity between A and B (and dropout) acts on each hidden
+// feature alone, so it runs on each rank's columns as it is.
+// BEGIN SOLUTION NOTE ex8.1
 //   f: forward identity,   backward all-reduce (sum)   — every rank's x feeds
 //      every rank's h, so x's gradient is the sum of what each rank's part says;
 //   g: forward all-reduce, backward identity           — y is the sum of the
 //      parts, so each part's gradient is y's gradient itself.
-//
-// f and g are each other's conjugates: one all-reduce in forward (g) and one in
-// backward (f) per pair, whatever the number of ranks. The nonlinearity between
-// A and B (and dropout) acts on each hidden feature alone, so it runs on each
-// rank's columns as it is.
+// f and g are each other's conjugates: g's all-reduce in forward, f's in backward.
+// END SOLUTION NOTE
 //
 // Every rank of a tensor-parallel group computes on the same samples: the
 // input x is the same on every rank, and so is y.
@@ -53,8 +58,10 @@ Layer copy_layer(const torch::nn::Module& source) {
 
 // ---- ex8.1: the conjugate operators f and g ----------------------------------
 
-// f: forward returns its input unchanged; backward all-reduces (sums) the
-// gradient over the ranks. Goes before a column-parallel layer.
+// ex8.1. f goes before a column-parallel layer: its input x is the same on
+// every rank, and each rank's part of the layer reads all of it. Its
+// backward gets this rank's part's gradient for x and must return the
+// gradient of x through the whole layer, the same on every rank.
 class CopyToTensorParallel : public torch::autograd::Function<CopyToTensorParallel> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& input,
@@ -63,8 +70,10 @@ class CopyToTensorParallel : public torch::autograd::Function<CopyToTensorParall
                                                  torch::autograd::variable_list grad_outputs);
 };
 
-// g: forward all-reduces (sums) its input over the ranks; backward returns the
-// gradient unchanged. Goes after a row-parallel layer.
+// ex8.1. g goes after a row-parallel layer: its input is this rank's partial
+// product, and its output must be the whole layer's product, the same on
+// every rank. Its backward gets the gradient of that output (the same on
+// every rank) and returns the gradient of this rank's partial product.
 class ReduceFromTensorParallel : public torch::autograd::Function<ReduceFromTensorParallel> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& input,
@@ -103,7 +112,7 @@ TORCH_MODULE(ColumnParallelLinear);
 // This rank's columns of a Linear's weight [out, in] (its input features
 // shard_of(in, rank, n)) and the whole bias.
 // forward(x [B, this rank's input features]): [B, out], the same on every
-// rank: the ranks' partial products summed through g, the bias added once.
+// rank: the whole layer's output, bias included, for the whole input.
 class RowParallelLinearImpl : public torch::nn::Module {
  public:
   RowParallelLinearImpl(const torch::nn::Linear& full, workbook::Communicator& comm);

@@ -47,11 +47,9 @@ torch::Tensor CheckpointFunction::forward(torch::autograd::AutogradContext* ctx,
   ctx->saved_data["autocast"] = at::autocast::is_autocast_enabled(device_type);
   ctx->saved_data["autocast_dtype"] = at::autocast::get_autocast_dtype(device_type);
   ctx->save_for_backward({input});
-  // Note: [no cached casts without autograd] Autocast caches the 16-bit copy
-  // of each weight it casts. Cast here, with autograd off, a copy has no
-  // gradient history, and a recomputation inside the same autocast scope
-  // (backward called before the guard ends) would reuse it: the weights
-  // would get no gradient. So this forward casts without the cache.
+  // Note [no cached casts without autograd] (checkpoint.hpp): cast here, with
+  // autograd off, a cached weight would have no gradient history, and a
+  // recomputation in the same autocast scope would reuse it. So no cache.
   const bool cache_was_enabled = at::autocast::is_autocast_cache_enabled();
   at::autocast::set_autocast_cache_enabled(false);
   torch::Tensor output;

@@ -5,8 +5,8 @@
 //             backward needs every block's saved tensors: all kept until then
 //
 //   with:     x ══[blocks 1-4, no autograd]══> y        keeps x only
-//             backward of y: restore the random state, run blocks 1-4 again
-//             WITH autograd from x, backward through them, hand x's gradient on
+//             backward of y: blocks 1-4 run again from x, recorded this time,
+//             for x's gradient and the blocks' weights' gradients
 //
 // ex9.5 is the autograd Function that does it (LibTorch's C++ API has none).
 //
@@ -30,23 +30,46 @@ namespace ch09 {
 // A part of a model: the computation from one activation to the next.
 using Segment = std::function<torch::Tensor(const torch::Tensor&)>;
 
-// ex9.5.
+// ex9.5. The contract, against the same segment run plainly (no checkpoint)
+// from the same weights and generator state:
+//  - forward returns what segment(input) returns, and leaves for backward
+//    the input only, none of the segment's activations;
+//  - after backward, the input's gradient (when it requires one) and every
+//    parameter's .grad are bit for bit the plain run's, the dropout masks
+//    included, each parameter's hooks having fired exactly once;
+//  - the random generators (the CPU's, and the input's GPU's) end where the
+//    plain run leaves them: what runs after backward draws the same numbers;
+//  - under autocast, the same dtypes as the plain run, whether backward runs
+//    inside the autocast scope or after it (Note [no cached casts without
+//    autograd]);
+//  - an input that needs no gradient (the images) still gets its segment's
+//    parameters their gradients.
+// `needs_grad` is the one-element tensor of Note [a checkpoint and DDP's
+// hooks], given no gradient back. What to save, and what backward must redo
+// in which order, is the exercise.
+//
+// Note: [no cached casts without autograd] Inside autocast, a float32 weight
+// cast to 16 bits is cached for the rest of the scope (Note [the cast cache]
+// in workbook/autocast.hpp). A copy cast while autograd is off (as in a
+// Function's forward) has no gradient history; reused by a recomputation in
+// the same scope, it would give the weights no gradient.
 class CheckpointFunction : public torch::autograd::Function<CheckpointFunction> {
  public:
-  // `needs_grad`: the one-element tensor of the Note above. Runs `segment`
-  // on `input` without recording anything for backward (autograd is off in
-  // a Function's forward), after saving the input, the segment, the random
-  // generators' states (the CPU's, and the input's GPU's) and whether
-  // autocast is on (and in which dtype) for the input's device; under
-  // autocast, without its cache of cast weights (Note [no cached casts
-  // without autograd] in checkpoint.cpp).
+  // BEGIN SOLUTION NOTE ex9.5
+  // Saves the input, the segment, the random generators' states and whether
+  // autocast is on (and in which dtype) for the input's device; runs the
+  // segment with autocast's cache off (the Note above).
+  // END SOLUTION NOTE
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& input,
                                const torch::Tensor& needs_grad, const Segment& segment);
+  // BEGIN SOLUTION NOTE ex9.5
   // Puts the saved random states back, runs the segment again with autograd
-  // on (and autocast as it was in forward), from a detached copy of the input (requiring a gradient if the input
-  // did), backpropagates grad_outputs through it (the parameters' gradients
-  // accumulate into their .grad there), puts the random states back to what
-  // they were before, and returns the input's gradient.
+  // on (and autocast as it was in forward), from a detached copy of the input
+  // (requiring a gradient if the input did), puts the random states back to
+  // what they were before, backpropagates grad_outputs through the copy (the
+  // parameters' gradients accumulate into their .grad there), and returns the
+  // input's gradient.
+  // END SOLUTION NOTE
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad_outputs);
 };

@@ -93,14 +93,15 @@ TEST_CASE("ex7.5 a layer's gradients are reduce-scattered when backward moves on
         .backward();
     auto count = [&](workbook::CommOp op) { return comm->stats().count(op) - before.count(op); };
     INFO("step " << s << ", during forward and backward: an all-gather per layer for forward (2), fc2's again "
-         "at the start of backward and fc1's when backward reaches it (2), and fc2's reduce-scatter, from fc1's "
-         "output hook (finish_layers_after), before fc1 is gathered (1). Counted: "
+         "for its backward and fc1's for its own (2), and fc2's reduce-scatter once backward has moved on to fc1, "
+         "before fc1 is gathered again (1). Counted: "
          << count(workbook::CommOp::AllGather) << " all-gathers, " << count(workbook::CommOp::ReduceScatter)
          << " reduce-scatters");
     REQUIRE(mpi_test::all_ranks(count(workbook::CommOp::AllGather) == 4 &&
                                 count(workbook::CommOp::ReduceScatter) == 1));
     stage3.step();
-    INFO("step(): fc1's reduce-scatter (the first layer: no layer before it has a hook), nothing else");
+    INFO("step(): fc1's reduce-scatter (the first layer: backward never moves on to a layer before it), "
+         "nothing else");
     REQUIRE(count(workbook::CommOp::ReduceScatter) == 2);
     REQUIRE(count(workbook::CommOp::AllGather) == 4);
   }

@@ -52,20 +52,51 @@ inline torch::Tensor run_blocks(workbook::FashionCNN& whole, torch::Tensor x, in
 
 // One step of the whole model on `m` micro-batches, their gradients
 // accumulated, masks drawn in micro-batch order: returns the batch's loss.
+// `backward_order` (empty: 0, 1, ..., m - 1) is the order in which the
+// micro-batches' gradients are added, the schedule's own: float sums in
+// another order would differ in their last bits.
 inline double accumulate_step(workbook::FashionCNN& whole, torch::Generator& masks, const torch::Tensor& images,
-                              const torch::Tensor& labels, int64_t m) {
+                              const torch::Tensor& labels, int64_t m, std::vector<int64_t> backward_order = {}) {
+  if (backward_order.empty())
+    for (int64_t micro = 0; micro < m; ++micro) backward_order.push_back(micro);
   const int64_t rows = images.size(0) / m;
+  std::vector<torch::Tensor> losses;
   double loss_sum = 0.0;
   for (int64_t micro = 0; micro < m; ++micro) {
     const torch::Tensor mask = ch08::full_dropout_mask(rows, 600, 0.25, masks);
     const torch::Tensor logits =
         tp_oracle::fashion_cnn_forward(whole, images.narrow(0, micro * rows, rows), mask);
-    const torch::Tensor loss =
-        torch::nn::functional::cross_entropy(logits, labels.narrow(0, micro * rows, rows)) / static_cast<double>(m);
-    loss.backward();
-    loss_sum += loss.item<double>();
+    losses.push_back(torch::nn::functional::cross_entropy(logits, labels.narrow(0, micro * rows, rows)) /
+                     static_cast<double>(m));
+    loss_sum += losses.back().item<double>();
   }
+  for (const int64_t micro : backward_order) losses.at(static_cast<size_t>(micro)).backward();
   return loss_sum;
+}
+
+// The micro-batches in the order of a stage's backwards ("B3" in `order`
+// is micro-batch 3's); empty when that is not each of 0 .. m - 1 once.
+inline std::vector<int64_t> backward_order_of(const std::vector<std::string>& order, int64_t m) {
+  std::vector<int64_t> micros;
+  std::vector<bool> seen(static_cast<size_t>(m), false);
+  for (const std::string& item : order) {
+    if (item.size() < 2 || item[0] != 'B' || item.find_first_not_of("0123456789", 1) != std::string::npos) continue;
+    const int64_t micro = std::stoll(item.substr(1));
+    if (micro < 0 || micro >= m || seen[static_cast<size_t>(micro)]) return {};
+    seen[static_cast<size_t>(micro)] = true;
+    micros.push_back(micro);
+  }
+  if (static_cast<int64_t>(micros.size()) != m) return {};
+  return micros;
+}
+
+// Only the computations of an order ("F2", "B2"), without the transfers.
+inline std::vector<std::string> computations(const std::vector<std::string>& order) {
+  std::vector<std::string> kept;
+  for (const std::string& item : order)
+    if (item.size() >= 2 && (item[0] == 'F' || item[0] == 'B') && item.find_first_not_of("0123456789", 1) == std::string::npos)
+      kept.push_back(item);
+  return kept;
 }
 
 // The largest difference between a stage's parameters (or their gradients)
@@ -97,11 +128,15 @@ struct Order {
   void send_backward(int64_t i) { if (!first) items.push_back(fmt::format("B{}>", i)); }
 };
 
-// GPipe: each micro-batch received, computed and passed on, then each backward alike.
-inline std::vector<std::string> gpipe_order(int stage, int stages, int64_t m) {
+// GPipe: each micro-batch received, computed and passed on, then each
+// backward alike, in `backward_order` (empty: micro-batch order). Any order
+// of the backwards is GPipe's, provided every stage uses the same one.
+inline std::vector<std::string> gpipe_order(int stage, int stages, int64_t m, std::vector<int64_t> backward_order = {}) {
+  if (backward_order.empty())
+    for (int64_t i = 0; i < m; ++i) backward_order.push_back(i);
   Order o{stage == 0, stage == stages - 1, {}};
   for (int64_t i = 0; i < m; ++i) { o.recv_forward(i); o.forward(i); o.send_forward(i); }
-  for (int64_t i = 0; i < m; ++i) { o.recv_backward(i); o.backward(i); o.send_backward(i); }
+  for (const int64_t i : backward_order) { o.recv_backward(i); o.backward(i); o.send_backward(i); }
   return o.items;
 }
 
@@ -152,7 +187,10 @@ inline std::vector<std::string> one_f_one_b_order(int stage, int stages, int64_t
 // Steps a pipeline and the whole model side by side with Adam, `steps` steps
 // of `m` micro-batches of 2; after each, `check` sees the stage's stats, and
 // the weights must equal the whole model's bit for bit (the last stage's
-// loss too, within rounding of its sum).
+// loss too, within rounding of its sum). The whole model adds the
+// micro-batches' gradients in the order of this stage's backwards (micro-batch
+// order if they are not each micro-batch once), so that a schedule is held
+// to its own order of sums.
 inline void train_side_by_side(workbook::Communicator& comm, ch08::Schedule schedule, int64_t m, int64_t steps,
                                uint64_t seed,
                                const std::function<void(const ch08::StageStepStats&, const ch08::PipelineStage&)>& check) {
@@ -164,12 +202,13 @@ inline void train_side_by_side(workbook::Communicator& comm, ch08::Schedule sche
   for (int64_t step = 0; step < steps; ++step) {
     CAPTURE(step, m, comm.size(), comm.rank());
     const torch::Tensor images = images_for(step, 2 * m), labels = labels_for(step, 2 * m);
-    whole_adam.zero_grad();
-    const double whole_loss = accumulate_step(*whole, masks, images, labels, m);
-    whole_adam.step();
     adam.zero_grad();
     const ch08::StageStepStats stats = ch08::pipeline_step(stage, schedule, images, labels, m);
     adam.step();
+    whole_adam.zero_grad();
+    const double whole_loss =
+        accumulate_step(*whole, masks, images, labels, m, backward_order_of(stats.order, m));
+    whole_adam.step();
     check(stats, stage);
     const double difference = stage_difference(stage, *whole, /*gradients=*/false);
     INFO("weights after the step differ from the whole model's by " << difference);

@@ -68,6 +68,48 @@ TEST_CASE("ex9.2 the scale follows PyTorch's rule over a scripted run of clean a
   REQUIRE(ch09::DynamicLossScaler().scale_value() == 65536.0);
 }
 
+TEST_CASE("ex9.2 the scale follows the options' factors and interval, whatever they are", "[ex9.2]") {
+  // Factors other than 2 and 0.5, an interval other than the default: every
+  // scale below is exact in double.
+  ch09::ScalerOptions options;
+  options.init_scale = 24.0;
+  options.growth_factor = 3.0;
+  options.backoff_factor = 0.125;
+  options.growth_interval = 4;
+  ch09::DynamicLossScaler scaler(options);
+  //                           C      C      C      C     O     C      C      O     C      C      C      C      C
+  const std::vector<bool> overflow{false, false, false, false, true, false, false, true, false, false, false, false, false};
+  const std::vector<double> scale_after{24, 24, 24, 72, 9, 9, 9, 1.125, 1.125, 1.125, 1.125, 3.375, 3.375};
+  const std::vector<int64_t> clean_after{1, 2, 3, 0, 0, 1, 2, 0, 1, 2, 3, 0, 1};
+  for (size_t step = 0; step < overflow.size(); ++step) {
+    scaler.update(overflow[step]);
+    CAPTURE(step, overflow[step], scaler.scale_value(), scaler.clean_steps());
+    INFO("growth_factor 3, backoff_factor 0.125, growth_interval 4: expected scale " << scale_after[step]
+                                                                                    << " and clean count " << clean_after[step]);
+    REQUIRE(scaler.scale_value() == scale_after[step]);
+    REQUIRE(scaler.clean_steps() == clean_after[step]);
+  }
+  REQUIRE(scaler.skipped_steps() == 2);
+
+  // An interval of 1: every clean step grows the scale.
+  options.init_scale = 16.0;
+  options.growth_factor = 1.5;
+  options.backoff_factor = 0.75;
+  options.growth_interval = 1;
+  ch09::DynamicLossScaler every_step(options);
+  const std::vector<bool> overflow_1{false, false, true, false};
+  const std::vector<double> scale_after_1{24, 36, 27, 40.5};
+  for (size_t step = 0; step < overflow_1.size(); ++step) {
+    every_step.update(overflow_1[step]);
+    CAPTURE(step, overflow_1[step], every_step.scale_value(), every_step.clean_steps());
+    INFO("growth_factor 1.5, backoff_factor 0.75, growth_interval 1: expected scale " << scale_after_1[step]
+                                                                                     << " and clean count 0");
+    REQUIRE(every_step.scale_value() == scale_after_1[step]);
+    REQUIRE(every_step.clean_steps() == 0);
+  }
+  REQUIRE(every_step.skipped_steps() == 1);
+}
+
 TEST_CASE("ex9.2 unscale divides by the scale, and every rank learns of an overflow on any rank", "[ex9.2][np3]") {
   auto comm = mpi_test::communicator();
   const int last = comm->size() - 1;

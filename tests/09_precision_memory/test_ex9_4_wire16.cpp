@@ -67,7 +67,7 @@ TEST_CASE("ex9.4 float16: each rank's share is divided before the sum, so a mean
   ch09::average_in_16_bits(flat, torch::kFloat16, *comm);
   INFO("result " << flat << ": finite and within 0.1% of the mean " << mean << ". Summing " << n
                  << " × 40000 in float16 before dividing overflows to inf, and so does rounding 100000 to float16 "
-                 << "before dividing it (Note [divide first])");
+                 << "before dividing it");
   REQUIRE(mpi_test::all_ranks(torch::isfinite(flat).all().item<bool>()));
   REQUIRE(mpi_test::all_ranks(((flat - mean).abs() <= mean.abs() * 1e-3 + 1e-3).all().item<bool>()));
 }
@@ -93,5 +93,35 @@ TEST_CASE("ex9.4 random gradients: the mean within 16-bit rounding of the float6
     bound = bound * (n * n + n) * half_ulp + 1e-7;  // n roundings of shares, n-1 of partial sums up to n shares
     INFO("|result - mean| within " << n * n + n << " half-ulps of the largest share");
     REQUIRE(mpi_test::all_ranks(((flat.to(torch::kFloat64) - mean).abs() <= bound).all().item<bool>()));
+  }
+}
+
+TEST_CASE("ex9.4 each wire format gives what it can hold: values only one of the two 16-bit formats holds",
+          "[ex9.4][np3]") {
+  auto comm = mpi_test::communicator();
+  const int n = comm->size();
+  // Rank 0 holds n × v, every other rank 0: the mean is v, and every
+  // partial sum is v or 0, so the result is v as the wire format rounds it.
+  struct Case {
+    torch::ScalarType wire;
+    std::vector<float> mean, expected;
+    const char* why;
+  };
+  const float two_20 = 1048576.0f, two_m30 = 1.0f / 1073741824.0f, two_m9 = 1.0f / 512, two_m10 = 1.0f / 1024;
+  const std::vector<Case> cases{
+      {torch::kBFloat16, {two_20, two_m30, 1.0f + two_m10}, {two_20, two_m30, 1.0f},
+       "bfloat16 holds 2^20 (float16's largest is 65504) and 2^-30 (under float16's smallest, 6e-8), and rounds "
+       "1 + 2^-10 to 1 (8 significant bits)"},
+      {torch::kFloat16, {1.0f + two_m10, 3.0f + two_m9, -(1.0f + two_m10)}, {1.0f + two_m10, 3.0f + two_m9, -(1.0f + two_m10)},
+       "float16 holds 1 + 2^-10 and 3 + 2^-9 exactly (11 significant bits), which bfloat16 would round to 1 and 3"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c10::toString(c.wire));
+    torch::Tensor flat = torch::tensor(c.mean) * static_cast<float>(comm->rank() == 0 ? n : 0);
+    const torch::Tensor expected = torch::tensor(c.expected);
+    ch09::average_in_16_bits(flat, c.wire, *comm);
+    INFO("result " << flat << ", expected exactly " << expected << ", the mean as " << c10::toString(c.wire)
+                   << " holds it: " << c.why << ". The ring must carry the format named by `wire`");
+    REQUIRE(mpi_test::all_ranks(flat.scalar_type() == torch::kFloat32 && torch::equal(flat, expected)));
   }
 }
