@@ -5,8 +5,8 @@
 // anything runs, and held against what the emulated cluster measures.
 //
 //   ex10.1  fit_link          α and β from ping-pong timings, least squares
-//   ex10.2  collective_cost   the closed forms: ring, recursive doubling,
-//                             Rabenseifner, binomial tree
+//   ex10.2  collective_cost   a collective's cost in α's and bytes: ring,
+//                             recursive doubling, Rabenseifner, binomial tree
 //   ex10.3  (simulator.hpp)   an event simulator that runs Chapter 4's ring
 //   ex10.4  (step_model.hpp)  a training step's time, per layout
 #pragma once
@@ -63,18 +63,21 @@ struct Cost {
 
 // The cost of `collective` by `algorithm` on `ranks` ranks for a buffer of
 // `bytes` bytes (the whole buffer each rank holds: for reduce-scatter the
-// input, for all-gather the output). p ranks, n bytes:
+// input, for all-gather the output), as its two terms: the α's on the
+// critical path and the bytes one rank's critical path carries. The pairs:
 //
-//   ring            reduce-scatter, all-gather   (p−1)·α + (p−1)/p·n·β
-//                   all-reduce                  2(p−1)·α + 2(p−1)/p·n·β
-//   recursive doubling  all-reduce              log₂p·α + log₂p·n·β
-//   Rabenseifner    all-reduce (recursive halving reduce-scatter, then
-//                   recursive doubling all-gather)   2·log₂p·α + 2(p−1)/p·n·β
-//   binomial tree   broadcast                   ⌈log₂p⌉·α + ⌈log₂p⌉·n·β
+//   ring                 reduce-scatter, all-gather, all-reduce (Chapter 4's)
+//   recursive doubling   all-reduce: whole buffers exchanged with partners
+//                        at doubling distances
+//   Rabenseifner         all-reduce: a reduce-scatter by recursive halving,
+//                        then an all-gather back through the same rounds
+//   binomial tree        broadcast: every rank that holds the buffer sends
+//                        it whole to one that does not
 //
 // Recursive doubling and Rabenseifner need p a power of two (Open MPI's
 // versions fold the others into one: a UserError here). One rank costs
-// nothing. Any other pair is a UserError naming both.
+// nothing. Any other pair is a UserError naming both. The closed forms are
+// the exercise: simulate() (simulator.hpp) times each schedule, at any p.
 Cost collective_cost(Collective collective, Algorithm algorithm, int64_t bytes, int ranks);
 
 // Given: the size in bytes at which `first` and `second` cost the same on

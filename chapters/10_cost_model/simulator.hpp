@@ -7,9 +7,10 @@
 //
 //        rank 0                rank 1              (simulated seconds →)
 //   now ──┬─ exchange ─────────────┬─ exchange
-//         │  leaves at max(now,    │
-//         │  link free)            │
-//         │  ═══ α + n·β ═══►      │   wait(): now = max(now, arrival)
+//         │  leaves when rank 0's  │
+//         │  program and its link  │
+//         │  are both ready        │
+//         │  ═══ α + n·β ═══►      │   wait(): rank 1 goes on once it is there
 //         ▼                        ▼
 #pragma once
 #include <cstdint>

@@ -6,8 +6,7 @@
 //                                 bucket 0 ═══╗ 1 ════╩═ ... ─ step   (overlapped)
 //   ZeRO 1, 2            forward ─ backward ─ reduce-scatter ─ step(shard) ─ all-gather
 //   ZeRO 3               per layer: all-gather ─ forward ... all-gather ─ backward ─ reduce-scatter
-//   pipeline (GPipe, 1F1B) m micro-batches through p equal stages and the p − 1 links between them:
-//                        (m + p − 1) slots of one micro-batch's forward and backward on one stage, free link
+//   pipeline (GPipe, 1F1B) m micro-batches through p equal stages and the p − 1 links between them
 //   tensor parallel      per pair of layers: forward ─ all-reduce(activation) ... backward ─ all-reduce(gradient)
 #pragma once
 #include <cstdint>
@@ -78,12 +77,14 @@ StepPrediction predict_zero(int stage, const Profile& profile, const Link& link,
 // the layers' time), `micro_batches` micro-batches, and `boundary_bytes`
 // crossing each stage boundary per micro-batch (the activation forward, its
 // gradient back). Each link is one more stage of the pipeline, one message
-// long: the forwards take p forwards and p − 1 messages for the first
-// micro-batch, then one slowest stage (a forward or a message) for each
-// other; the backwards the same. A message the link carries while the
-// stages compute costs nothing more. GPipe and 1F1B take the same time
-// (1F1B holds fewer activations); on a free link a stage waits
-// (p − 1) / (m + p − 1) of the step: the bubble.
+// long; a message the link carries while the stages compute costs nothing
+// more. GPipe and 1F1B take the same time (1F1B holds fewer activations).
+// What must hold: one stage sends nothing; on a free link (α = β = 0) the
+// share of the step (less the optimizer) a stage is idle is
+// bubble_fraction(); on a link slower than a stage, the link sets the pace.
+// compute_s is what one stage computes (its micro-batches and its share of
+// the optimizer); communication_s the messages' time on one link per step,
+// an activation forward and its gradient back per micro-batch.
 StepPrediction predict_pipeline(const Profile& profile, const Link& link, int stages, int micro_batches,
                                 int64_t boundary_bytes);
 double bubble_fraction(int stages, int micro_batches);  // given: (p − 1) / (m + p − 1)

@@ -128,7 +128,7 @@ ch10::Link measure_link(workbook::Program& program, bool quick) {
 // The steps (ZeRO's reduce-scatter and all-gather) use the algorithms the
 // model charges: the ring for all-gather and all-reduce, recursive halving
 // for MPI_Reduce_scatter_block (Open MPI has no ring for it; it moves the
-// ring's (p − 1)/p·n bytes, in log₂p steps). Left to itself, Open MPI 4
+// ring's bytes, in fewer steps). Left to itself, Open MPI 4
 // reduce-scatters by a reduce to one rank and a scatter: twice the bytes.
 void force_open_mpi_algorithm(const std::string& allreduce) {
   const char* number = allreduce == "ring" ? "4" : allreduce == "recursive_doubling" ? "3" : "6";

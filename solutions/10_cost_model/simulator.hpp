@@ -7,10 +7,14 @@
 //
 //        rank 0                rank 1              (simulated seconds →)
 //   now ──┬─ exchange ─────────────┬─ exchange
-//         │  leaves at max(now,    │
-//         │  link free)            │
-//         │  ═══ α + n·β ═══►      │   wait(): now = max(now, arrival)
+//         │  leaves when rank 0's  │
+//         │  program and its link  │
+//         │  are both ready        │
+//         │  ═══ α + n·β ═══►      │   wait(): rank 1 goes on once it is there
 //         ▼                        ▼
+// BEGIN SOLUTION NOTE ex10.3
+// In clocks: it leaves at max(now, link free); wait() sets now = max(now, arrival).
+// END SOLUTION NOTE
 #pragma once
 #include <cstdint>
 #include <functional>
