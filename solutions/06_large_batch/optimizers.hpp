@@ -15,8 +15,10 @@
 //   ex6.2 LARS: You, Gitman and Ginsburg 2017, "Large Batch Training of
 //     Convolutional Networks", Algorithm 1: momentum SGD with weight decay
 //     (weight_decay), whose step for each tensor is scaled by its local rate,
-//     trust_coefficient times the ratio of ‖w‖ to the norm of the update
-//     direction, as the paper writes that norm. The global rate lr enters the
+//     trust_coefficient times the ratio of ‖w‖ to the update direction's size
+//     as the paper bounds it: the gradient's norm and weight_decay times
+//     ‖w‖, each taken apart (not the norm of the direction once the two are
+//     added; the tests tell the two apart). The global rate lr enters the
 //     velocity with each step, as in the paper (not outside it, as
 //     torch::optim::SGD applies it): when the schedule changes lr between
 //     steps, the velocity's past keeps the old rate, unless
