@@ -19,7 +19,10 @@ namespace ch01 {
 // another epoch or seed, whatever else has drawn random numbers before, and
 // drawing it leaves LibTorch's global generator as it was. (Any such order
 // passes the tests; the reference's comes from seed + epoch, so if yours does
-// too, your run and the reference's visit the samples alike.)
+// too, your run and the reference's visit the samples alike.) LibTorch's
+// random functions take an optional generator, and a generator of your own
+// is an at::Generator made by at::make_generator<at::CPUGeneratorImpl>,
+// which takes a seed: what to seed it with is yours to decide.
 torch::Tensor epoch_order(int64_t num_samples, uint64_t seed, int64_t epoch, bool shuffle);
 
 struct Batch {

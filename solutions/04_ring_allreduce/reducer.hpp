@@ -87,8 +87,10 @@ struct ReducerOptions {
   // asserts it).
   std::optional<std::vector<Bucket>> buckets;
   AllReduceFn all_reduce = ring_average();
-  // false: the hooks only copy; every bucket is reduced in finish(), after
-  // backward (the baseline the bench compares with).
+  // false: launch() only records a bucket, and every bucket is reduced in
+  // finish(), after backward (the baseline the bench compares with). Your
+  // code launches the same way either way: the given launch() and
+  // wait_for_launched() make the difference.
   bool overlap = true;
   // After the first step, rebuild the buckets in the order the gradients
   // arrived in (Note: [rebuilt buckets]). Not with explicit `buckets`.
