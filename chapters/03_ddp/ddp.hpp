@@ -35,7 +35,9 @@ void broadcast_model(torch::nn::Module& model, workbook::Communicator& comm, int
 // compare with PyTorch's own answers):
 //  * The epoch's order: a permutation of 0..dataset_size-1 from a generator
 //    seeded with seed + epoch (shuffle), or 0, 1, 2, ... (no shuffle). Every
-//    rank computes the same order without communicating.
+//    rank computes the same order without communicating. (A generator of
+//    your own: at::make_generator<at::CPUGeneratorImpl>, from
+//    <ATen/CPUGeneratorImpl.h>; torch::randperm takes one.)
 //  * Every rank gets the same number of indices. Without drop_last some
 //    samples appear twice in an epoch so that every sample appears; with
 //    drop_last none appears twice and a few are left out.

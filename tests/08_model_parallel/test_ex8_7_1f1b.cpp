@@ -9,7 +9,7 @@
 #include "pipeline.hpp"
 #include "pipeline_oracles.hpp"
 
-TEST_CASE("ex8.7 1F1B: p - s - 1 forwards, then one forward and one backward; weights as one process", "[ex8.7][np3][np4]") {
+TEST_CASE("ex8.7 1F1B: every transfer where 1F1B makes it; weights as one process", "[ex8.7][np3][np4]") {
   auto comm = mpi_test::communicator();
   const int p = comm->size();
   for (const int64_t m : {6, 2, 1}) {
