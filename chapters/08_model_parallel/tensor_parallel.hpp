@@ -87,7 +87,8 @@ inline torch::Tensor reduce_from_tensor_parallel(const torch::Tensor& input, wor
 // This rank's rows of a Linear's weight [out, in] (its output features
 // shard_of(out, rank, n)) and the same part of its bias.
 // forward(x [B, in], the same on every rank): [B, this rank's output features],
-// through f, so that x's gradient is the whole layer's.
+// and after backward x's gradient must be the whole layer's on every rank,
+// though this rank computed only its own features.
 class ColumnParallelLinearImpl : public torch::nn::Module {
  public:
   // Takes this rank's part of `full`'s weight and bias (copies, not views).
@@ -119,12 +120,13 @@ TORCH_MODULE(RowParallelLinear);
 
 // ---- ex8.4: FashionCNN with its classifier split ----------------------------
 
-// FashionCNN (models.hpp) with fc1 (2304 → 600) column-parallel and fc2
-// (600 → 120) row-parallel: the pair that holds 98.6% of its parameters. The
-// convolutions, BatchNorm and fc3 are replicated: every rank computes them on
-// the same samples and gets the same result, and their gradients come out the
-// same on every rank with no all-reduce of their own. Per step: one
-// all-reduce in forward (fc2's g) and one in backward (fc1's f).
+// FashionCNN (models.hpp) with fc1 (2304 → 600) and fc2 (600 → 120) split
+// over the ranks, the pair that holds 98.6% of its parameters, with ex8.2's
+// and ex8.3's layers; the convolutions, BatchNorm and fc3 replicated. The
+// logits and every gradient are one process's, on every rank, with one
+// all-reduce in forward and one in backward per step, however many ranks
+// (the members below say which layer splits which way; why that order needs
+// no collective between fc1 and fc2 is worth working out).
 class TensorParallelFashionCNN : public torch::nn::Module {
  public:
   // This rank's part of `full` (its weights copied): every rank must pass the

@@ -71,11 +71,15 @@ class DistributedSampler {
 
 // ---- ex3.3: averaging gradients ------------------------------------------------
 
-// The gradients of every parameter that requires one, averaged over ranks with
-// ONE all-reduce of a flat buffer: copied in, reduced, copied back. A
-// parameter that requires a gradient but got none this step counts as zeros
-// (so that every rank's buffer has the same layout); frozen parameters
-// (requires_grad false) are left alone.
+// The gradients of every parameter that requires one, averaged over ranks,
+// with ONE collective call per step however many parameters the model has
+// (each call pays the link's latency once). A parameter that requires a
+// gradient but got none this step counts as zeros (every rank must hand the
+// collective the same elements); frozen parameters (requires_grad false) are
+// left alone.
+// BEGIN SOLUTION NOTE ex3.3
+// One flat buffer: the gradients copied in, all-reduced, copied back.
+// END SOLUTION NOTE
 void all_reduce_gradients(torch::nn::Module& model, workbook::Communicator& comm);
 
 // The same, with one all-reduce per parameter (given: the lesson measures both).
