@@ -61,6 +61,24 @@ TEST_CASE("ex4.1 ring_reduce_scatter's default chunk is the Communicator's messa
                                             ring_data::sum_over_ranks(count, n).narrow(0, mine.begin, mine.size()))));
 }
 
+// Segments differ by one element: cut into chunks of 3, the largest (4
+// elements) needs two chunks and the others (3) one. Every rank's exchanges
+// must still pair up (Note: [chunks]).
+TEST_CASE("ex4.1 ring_reduce_scatter when segments need different numbers of chunks", "[ex4.1][np3][np4]") {
+  auto comm = mpi_test::communicator();
+  const int n = comm->size();
+  if (n == 1) return;  // one rank sends nothing
+  const int64_t chunk = 3, count = 3 * n + 1;
+  torch::Tensor buffer = ring_data::rank_values(count, comm->rank());
+  ch04::ring_reduce_scatter(buffer, *comm, ch04::RingOptions{chunk});
+  const ch04::Span mine = ring_data::owned_segment(count, n, comm->rank());
+  CAPTURE(n, count, chunk);
+  INFO("ex4.1: with segments of 4 and 3 elements and chunks of 3, segment " << (comm->rank() + 1) % n
+       << " must still hold the sum over all " << n << " ranks: in every step the ranks' exchanges must pair up");
+  REQUIRE(mpi_test::all_ranks(torch::equal(buffer.narrow(0, mine.begin, mine.size()),
+                                           ring_data::sum_over_ranks(count, n).narrow(0, mine.begin, mine.size()))));
+}
+
 TEST_CASE("ex4.1 ring_reduce_scatter sums float64 exactly", "[ex4.1][np3]") {
   auto comm = mpi_test::communicator();
   const int64_t count = 100001;
