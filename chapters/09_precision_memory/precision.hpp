@@ -27,9 +27,11 @@
 
 namespace ch09 {
 
-// `value` rounded to the nearest number of `dtype` (float16, bfloat16,
-// float32 or float64), as a double. Given: c10::Half and c10::BFloat16 round
-// to nearest even, as the hardware does.
+// `value` rounded to `dtype` (float16, bfloat16, float32 or float64), as a
+// double. Given: c10::Half and c10::BFloat16 round to nearest even, as the
+// hardware does, from a float: a double goes to float32 first, so a 16-bit
+// result can be one ulp from the nearest (a double just past a tie that
+// float32 rounds onto it). Exact for values a float32 holds.
 double round_to(double value, torch::ScalarType dtype);
 
 // ---- ex9.1: summing in 16 bits ------------------------------------------------
