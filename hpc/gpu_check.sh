@@ -17,8 +17,13 @@
 #              PATH, or $WORKBOOK_PYTHON), NCCL from its nvidia-nccl wheel
 #   build      the reference, the tests and ch01's skeleton
 #   gpu-tests  every [gpu] test (ctest -L gpu)
-#   ch01       `workbook bench ch01 -- --device cuda`: the C++ trainer beside
-#              PyTorch's Python frontend on the same GPU, one run, with ratios
+#   ch01       `workbook bench ch01 -- --device cuda`: the C++ trainer, eager
+#              and captured as a CUDA graph, beside PyTorch's Python frontend
+#              (eager, torch.compile, and its reduce-overhead mode) on the same
+#              GPU, on all 60,000 samples, interleaved, with ratios
+#   graph      ch01_train for 3 epochs eager, with --device-adam and with
+#              --cuda-graph: each epoch's time, the test accuracy, and the
+#              GPU's busy share sampled from nvidia-smi every 100 ms
 #   ranks1     every multi-rank chapter's reference at world size 1 over NCCL
 #   suite      the default test suite (CPU), as on any machine
 # and writes one results file (default build/cuda/gpu-check.md): the machine,
@@ -152,16 +157,43 @@ stage_gpu-tests() {
 }
 
 stage_ch01() {
-  build/cuda/workbook bench ch01 --json build/cuda/gpu-check-ch01.jsonl -- --device cuda
+  build/cuda/workbook bench ch01 --json build/cuda/gpu-check-ch01.jsonl -- --device cuda --train-samples 60000
+}
+
+# One ch01_train run with nvidia-smi sampling beside it; prints the run's
+# epochs and result, then the busy share: the mean of the samples taken while
+# it ran, and their median over the samples above zero (the training epochs;
+# loading and evaluating are the zeros).
+graph_run() {
+  local name=$1 samples=build/cuda/gpu-check-smi-$1.csv
+  shift
+  nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 100 >"$samples" &
+  local smi=$!
+  build/cuda/bin/solution/ch01_train --device cuda --epochs 3 --json "build/cuda/gpu-check-graph-$name.jsonl" "$@" |
+    grep -E '^ +[0-9]+ |^result:'
+  kill "$smi" 2>/dev/null; wait "$smi" 2>/dev/null || true
+  sort -n "$samples" | awk -v name="$name" '{ all += $1; n += 1; if ($1 > 0) busy[m++] = $1 }
+    END { printf "%s: GPU busy %.0f %% of the run (mean of %d samples), median %d %% while busy\n",
+          name, n ? all / n : 0, n, m ? busy[int(m / 2)] : 0 }'
+}
+
+stage_graph() {
+  graph_run eager
+  graph_run device-adam --device-adam
+  graph_run cuda-graph --cuda-graph
 }
 
 stage_ranks1() {
   local chapter status=0
-  for chapter in ch03 ch04 ch05 ch06 ch07 ch09; do
-    echo "--- $chapter, 1 rank, --device cuda (NCCL)"
-    timeout 600 build/cuda/workbook run "$chapter" --solution --ranks 1 -- --device cuda --epochs 1 \
-      --json "build/cuda/gpu-check-$chapter.jsonl" || status=1
-    grep '"type": *"result"' "build/cuda/gpu-check-$chapter.jsonl" 2>/dev/null || true
+  local -a runs=(ch03 ch04 ch05 ch06 ch07 ch08 "ch08 --layout pipeline" ch09)
+  local run args
+  for run in "${runs[@]}"; do
+    read -r chapter args <<<"$run"
+    echo "--- $run, 1 rank, --device cuda (NCCL)"
+    # shellcheck disable=SC2086  # $args: the run's own flags, word by word
+    timeout 600 build/cuda/workbook run "$chapter" --solution --ranks 1 -- --device cuda --epochs 1 $args \
+      --json "build/cuda/gpu-check-${run//[^a-z0-9]/-}.jsonl" || status=1
+    grep '"type": *"result"' "build/cuda/gpu-check-${run//[^a-z0-9]/-}.jsonl" 2>/dev/null || true
   done
   return $status
 }
@@ -171,7 +203,7 @@ stage_suite() {
 }
 
 cmd_run() {
-  local stages="configure build gpu-tests ch01 ranks1" carry_arg=""
+  local stages="configure build gpu-tests ch01 graph ranks1" carry_arg=""
   while (($#)); do
     case $1 in
       --results) results=$2; shift 2 ;;
@@ -187,9 +219,9 @@ cmd_run() {
   python=${WORKBOOK_PYTHON:-$(command -v python3)} || die "no python3 on PATH (set WORKBOOK_PYTHON)"
   "$python" -c 'import torch' 2>/dev/null || die "$python has no torch: set WORKBOOK_PYTHON to the Python that holds PyTorch"
   # Configuring and building need no GPU (a CPU machine checks the carry folder so).
-  if [[ " $stages " =~ \ (gpu-tests|ch01|ranks1)\  ]]; then
+  if [[ " $stages " =~ \ (gpu-tests|ch01|graph|ranks1)\  ]]; then
     "$python" -c 'import torch,sys;sys.exit(0 if torch.cuda.is_available() else 1)' ||
-      die "$python's torch sees no GPU (torch.cuda.is_available() is False): the stages gpu-tests, ch01 and ranks1 need one"
+      die "$python's torch sees no GPU (torch.cuda.is_available() is False): the stages gpu-tests, ch01, graph and ranks1 need one"
   fi
   results=${results:-$root/build/cuda/gpu-check.md}
   mkdir -p "$(dirname "$results")" build/cuda
@@ -236,7 +268,7 @@ EOF
 
   local name
   for name in $stages; do
-    declare -F "stage_$name" >/dev/null || die "unknown stage $name (configure, build, gpu-tests, ch01, ranks1, suite)"
+    declare -F "stage_$name" >/dev/null || die "unknown stage $name (configure, build, gpu-tests, ch01, graph, ranks1, suite)"
   done
   for name in $stages; do stage "$name"; done
   echo "gpu_check.sh: results in $results"

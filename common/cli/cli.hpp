@@ -28,7 +28,8 @@ struct Exercise {
 // A program `workbook bench` runs beside the two builds, e.g. PyTorch's own.
 struct Baseline {
   std::string name;
-  std::vector<std::string> command;  // {chapter_dir} and {source_dir} are replaced when it runs
+  std::vector<std::string> command;  // {chapter_dir}, {source_dir}, {build_dir}, {python} are replaced when it runs
+  std::string needs;                 // "cuda" or "cpu": runs only when the bench's device is that; "" always
 };
 
 // What a bench part measures, and so which table it prints (bench_tables.cpp).

@@ -38,24 +38,38 @@ void JsonFile::write(nlohmann::json line) {
 
 namespace {
 
-// Replaces {chapter_dir}, {source_dir} and {python} (the Python whose torch the
-// build uses: the project's .venv, WorkbookTorch.cmake) in a baseline's command line.
+// Replaces {chapter_dir}, {source_dir}, {build_dir} and {python} (the Python
+// whose torch the build uses: the project's .venv, WorkbookTorch.cmake) in a
+// baseline's command line.
 std::string expand(std::string text, const Chapter& chapter) {
   const std::pair<std::string, std::string> names[] = {
       {"{chapter_dir}", (source_dir() / "chapters" / chapter.folder).string()},
       {"{source_dir}", source_dir().string()},
+      {"{build_dir}", build_dir().string()},
       {"{python}", std::string(workbook::config::python)}};
   for (const auto& [key, value] : names)
     for (size_t at; (at = text.find(key)) != std::string::npos;) text.replace(at, key.size(), value);
   return text;
 }
 
-// The student's build, the reference build and the part's baselines, each
-// with `args` after its command.
+// The device the run's flags ask for: the last --device wins, as in the programs.
+std::string device_kind(const std::vector<std::string>& args) {
+  std::string device = "cpu";
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--device" && i + 1 < args.size()) device = args[i + 1];
+    else if (args[i].rfind("--device=", 0) == 0) device = args[i].substr(9);
+  }
+  return device.rfind("cuda", 0) == 0 ? "cuda" : "cpu";
+}
+
+// The student's build, the reference build and the part's baselines that this
+// device can run (a baseline's "needs"), each with `args` after its command.
 std::vector<Impl> bench_impls(const Chapter& chapter, const BenchPart& part, const std::vector<std::string>& args) {
   std::vector<Impl> impls = {{"student", {(build_dir() / "bin/student" / part.program).string()}, {}},
                              {"reference", {(build_dir() / "bin/solution" / part.program).string()}, {}}};
+  const std::string device = device_kind(args);
   for (const Baseline& baseline : part.baselines) {
+    if (!baseline.needs.empty() && baseline.needs != device) continue;
     Impl impl{baseline.name, {}, {}};
     for (const std::string& word : baseline.command) impl.argv.push_back(expand(word, chapter));
     impls.push_back(impl);

@@ -154,9 +154,12 @@ BenchPart parse_bench_part(const nlohmann::json& object, const fs::path& file, c
   if (part.program.empty()) f.fail("program", "missing, and the chapter names no program");
   part.args = f.get("args", Strings{});
   for (const auto& [baseline, where] : f.list("baselines")) {
-    const Fields b(*baseline, file, where, {"name", "command"});
-    part.baselines.push_back({b.required<std::string>("name"), b.required<Strings>("command")});
+    const Fields b(*baseline, file, where, {"name", "command", "needs"});
+    part.baselines.push_back(
+        {b.required<std::string>("name"), b.required<Strings>("command"), b.get<std::string>("needs", "")});
     if (part.baselines.back().command.empty()) b.fail("command", "must name a program");
+    const std::string& needs = part.baselines.back().needs;
+    if (!needs.empty() && needs != "cuda" && needs != "cpu") b.fail("needs", "must be \"cuda\" or \"cpu\"");
   }
   part.repeats = f.count("repeats", part.repeats, 1);
   part.note = f.get<std::string>("note", "");

@@ -84,8 +84,13 @@ struct EpochStats {
   double samples_per_s() const { return timed_seconds > 0 ? static_cast<double>(timed_samples) / timed_seconds : 0.0; }
 };
 
+// What train_epoch does with each batch: train on it and return its loss as
+// train_step does (ex1.2). ch01_train passes train_step itself, or with
+// --cuda-graph the same step captured once and replayed (cuda_graph.hpp).
+using StepFn = std::function<torch::Tensor(const Batch&)>;
+
 // Trains one epoch in train mode (whatever mode the model came in), one
-// train_step per batch of `order`, in order. The first `warmup_steps` steps
+// call of `step` per batch of `order`, in order. The first `warmup_steps` steps
 // are run but not timed (first-call allocations and kernel selection are not
 // the steady state): timed_seconds covers the device's work for steps
 // warmup_steps..last and nothing before them, also on a GPU, whose kernel
@@ -101,6 +106,12 @@ struct EpochStats {
 // step. The mean: each step's batch mean times its batch size, summed on the
 // device, divided by the samples once after the loop.
 // END SOLUTION NOTE
+EpochStats train_epoch(workbook::Classifier& model, const StepFn& step, const torch::Tensor& images,
+                       const torch::Tensor& labels, const torch::Tensor& order, int64_t batch_size,
+                       const torch::Device& device, int64_t warmup_steps,
+                       const std::function<void(int64_t, int64_t)>& on_step = {});
+
+// The same with ex1.2's train_step(model, optimizer, batch) as the step.
 EpochStats train_epoch(workbook::Classifier& model, torch::optim::Optimizer& optimizer, const torch::Tensor& images,
                        const torch::Tensor& labels, const torch::Tensor& order, int64_t batch_size,
                        const torch::Device& device, int64_t warmup_steps,

@@ -7,7 +7,7 @@
 
 namespace ch01 {
 
-EpochStats train_epoch(workbook::Classifier& model, torch::optim::Optimizer& optimizer, const torch::Tensor& images,
+EpochStats train_epoch(workbook::Classifier& model, const StepFn& step_fn, const torch::Tensor& images,
                        const torch::Tensor& labels, const torch::Tensor& order, int64_t batch_size,
                        const torch::Device& device, int64_t warmup_steps,
                        const std::function<void(int64_t, int64_t)>& on_step) {
@@ -27,7 +27,7 @@ EpochStats train_epoch(workbook::Classifier& model, torch::optim::Optimizer& opt
     const int64_t n = batch.labels.size(0);
     // The step's loss is a batch mean: weight it by the batch size so the
     // epoch's mean is over samples, and keep it on the device (no sync).
-    loss_sum += train_step(model, optimizer, batch).to(torch::kFloat64) * static_cast<double>(n);
+    loss_sum += step_fn(batch).to(torch::kFloat64) * static_cast<double>(n);
     stats.samples += n;
     if (step >= warmup_steps) stats.timed_samples += n;
     if (on_step) on_step(step + 1, steps);
@@ -36,6 +36,14 @@ EpochStats train_epoch(workbook::Classifier& model, torch::optim::Optimizer& opt
   stats.mean_loss = stats.samples == 0 ? 0.0 : loss_sum.item<double>() / static_cast<double>(stats.samples);
   return stats;
   // END SOLUTION
+}
+
+EpochStats train_epoch(workbook::Classifier& model, torch::optim::Optimizer& optimizer, const torch::Tensor& images,
+                       const torch::Tensor& labels, const torch::Tensor& order, int64_t batch_size,
+                       const torch::Device& device, int64_t warmup_steps,
+                       const std::function<void(int64_t, int64_t)>& on_step) {
+  const StepFn step = [&](const Batch& batch) { return train_step(model, optimizer, batch); };
+  return train_epoch(model, step, images, labels, order, batch_size, device, warmup_steps, on_step);
 }
 
 }  // namespace ch01

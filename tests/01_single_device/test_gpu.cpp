@@ -2,6 +2,7 @@
 // run by `ctest --preset cuda` on a machine with a GPU, skipped elsewhere.
 #include "catch2_compat.hpp"
 
+#include "cuda_graph.hpp"
 #include "gpu_tests.hpp"
 #include "oracles.hpp"
 #include "single_device.hpp"
@@ -116,4 +117,32 @@ TEST_CASE("ex1.3 ex1.4 wait for the GPU once per epoch, not once per step", "[ex
 #else
   WARN("a CUDA device, but this LibTorch was built without CUDA: skipped");
 #endif
+}
+
+TEST_CASE("ch01 the step captured as a CUDA graph trains as the eager step does", "[ch01][gpu]") {
+  if (!have_gpu()) return;
+  const torch::Device gpu(torch::kCUDA, 0);
+  torch::manual_seed(12);
+  const int64_t n = 70, batch_size = 16;  // 4 full batches and a short one (eager) per epoch
+  torch::Tensor images = torch::rand({n, 1, 28, 28}).to(gpu);
+  torch::Tensor labels = torch::randint(0, 10, {n}, torch::kInt64).to(gpu);
+  // No BatchNorm (see test_cuda_graph.cpp): ch01_train's own runs check the
+  // FashionCNN's accuracy with and without the graph.
+  auto eager = std::make_shared<workbook::TinyNet>(16, 0.0, /*batch_norm=*/false);
+  eager->to(gpu);
+  auto graphed = oracle::copy_of(*eager);
+  graphed->to(gpu);
+  ch01::DeviceAdam eager_adam(eager->parameters(), 1e-2), graphed_adam(graphed->parameters(), 1e-2);
+  const ch01::StepFn eager_step = [&](const ch01::Batch& b) { return ch01::train_step(*eager, eager_adam, b); };
+  const ch01::StepFn graph_step = ch01::captured_step(
+      [&](const ch01::Batch& b) { return ch01::train_step(*graphed, graphed_adam, b); }, batch_size, 2);
+  for (int64_t epoch = 0; epoch < 3; ++epoch) {  // 2 eager steps, the capture, then replays
+    CAPTURE(epoch);
+    torch::Tensor order = torch::randperm(n, torch::kInt64);
+    auto a = ch01::train_epoch(*eager, eager_step, images, labels, order, batch_size, gpu, 1);
+    auto b = ch01::train_epoch(*graphed, graph_step, images, labels, order, batch_size, gpu, 1);
+    REQUIRE(b.mean_loss == Approx(a.mean_loss).epsilon(1e-5));
+    const auto mine = graphed->parameters(), theirs = eager->parameters();
+    for (size_t i = 0; i < mine.size(); ++i) REQUIRE(torch::allclose(mine[i], theirs[i], 1e-5, 1e-6));
+  }
 }
