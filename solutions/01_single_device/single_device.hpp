@@ -90,7 +90,7 @@ struct EpochStats {
 using StepFn = std::function<torch::Tensor(const Batch&)>;
 
 // Trains one epoch in train mode (whatever mode the model came in), one
-// call of `step` per batch of `order`, in order. The first `warmup_steps` steps
+// call of `step_fn` per batch of `order`, in order. The first `warmup_steps` steps
 // are run but not timed (first-call allocations and kernel selection are not
 // the steady state): timed_seconds covers the device's work for steps
 // warmup_steps..last and nothing before them, also on a GPU, whose kernel
@@ -106,7 +106,7 @@ using StepFn = std::function<torch::Tensor(const Batch&)>;
 // step. The mean: each step's batch mean times its batch size, summed on the
 // device, divided by the samples once after the loop.
 // END SOLUTION NOTE
-EpochStats train_epoch(workbook::Classifier& model, const StepFn& step, const torch::Tensor& images,
+EpochStats train_epoch(workbook::Classifier& model, const StepFn& step_fn, const torch::Tensor& images,
                        const torch::Tensor& labels, const torch::Tensor& order, int64_t batch_size,
                        const torch::Device& device, int64_t warmup_steps,
                        const std::function<void(int64_t, int64_t)>& on_step = {});

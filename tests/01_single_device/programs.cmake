@@ -15,6 +15,8 @@ if(TARGET ch01_train_solution)
                         ${ch01} --train-samples 70000)
   workbook_expect_error(ch01_train_too_many_test_samples "solution;ch01" 2 "asked for 20000 test samples"
                         ${ch01} --test-samples 20000)
+  workbook_expect_error(ch01_train_graph_on_cpu "solution;ch01" 2 "--cuda-graph needs --device cuda"
+                        ${ch01} --cuda-graph)
   if(NOT TORCH_CUDA_LIBRARIES)
     workbook_expect_error(ch01_train_no_cuda "solution;ch01" 2 "no CUDA device" ${ch01} --device cuda)
   endif()
