@@ -16,13 +16,17 @@ namespace ch01 {
 // 0..num_samples-1, int64 tensor [num_samples] on the CPU, or 0, 1, 2, ... when
 // `shuffle` is false. It is a function of (seed, epoch) alone: the same on every
 // call with the same arguments (in Chapter 3, on every rank), another for
-// another epoch or seed, whatever else has drawn random numbers before, and
-// drawing it leaves LibTorch's global generator as it was. (Any such order
-// passes the tests; the reference's comes from seed + epoch, so if yours does
-// too, your run and the reference's visit the samples alike.) LibTorch's
-// random functions take an optional generator, and a generator of your own
-// is an at::Generator made by at::make_generator<at::CPUGeneratorImpl>,
+// another epoch at the same seed and for another seed at the same epoch,
+// whatever else has drawn random numbers before, and drawing it leaves
+// LibTorch's global generator as it was. (Any such order passes the tests.)
+// LibTorch's random functions take an optional generator, and a generator of
+// your own is an at::Generator made by at::make_generator<at::CPUGeneratorImpl>,
 // which takes a seed: what to seed it with is yours to decide.
+// BEGIN SOLUTION NOTE ex1.1
+// The reference seeds its generator with seed + epoch, so (seed 7, epoch 2)
+// and (seed 8, epoch 1) share an order; the Python baselines do the same, so
+// that every implementation visits the samples alike.
+// END SOLUTION NOTE
 torch::Tensor epoch_order(int64_t num_samples, uint64_t seed, int64_t epoch, bool shuffle);
 
 struct Batch {

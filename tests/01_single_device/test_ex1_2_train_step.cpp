@@ -11,8 +11,8 @@ TEST_CASE("ex1.2 train_step equals SGD steps computed by hand", "[ex1.2]") {
   const double lr = 0.1;
   torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(lr));
 
-  // Two steps on different batches: a step that forgets to clear the
-  // gradients of the first would add them to the second.
+  // Two steps on different batches: the second's update must come from the
+  // second batch alone.
   for (int step = 0; step < 2; ++step) {
     CAPTURE(step);
     ch01::Batch batch{torch::rand({12, 1, 28, 28}), torch::randint(0, 10, {12}, torch::kInt64)};

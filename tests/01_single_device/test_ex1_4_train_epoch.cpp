@@ -63,7 +63,7 @@ TEST_CASE("ex1.4 train_epoch equals the same SGD steps done by hand", "[ex1.4]")
   REQUIRE(stats.samples == n);
   REQUIRE(oracle::max_parameter_difference(*model, *reference) < 1e-5);
   REQUIRE(model->is_training());
-  INFO("mean_loss is averaged over samples: weight each batch's mean loss by its size");
+  INFO("mean_loss must be the mean over the epoch's 47 samples of each sample's loss (the last batch holds 7)");
   REQUIRE(stats.mean_loss == Approx(loss_sum / n).epsilon(1e-6));
   INFO("timed_samples counts the samples of the steps after the 2 warm-up steps");
   REQUIRE(stats.timed_samples == n - 2 * batch_size);
@@ -118,8 +118,8 @@ TEST_CASE("ex1.4 train_epoch reads no value on the host per step", "[ex1.4]") {
   };
   const int64_t reads_3 = reads_in_epoch_of(3), reads_9 = reads_in_epoch_of(9);
   INFO("train_epoch read a value on the host " << reads_3 << " times in 3 steps and " << reads_9
-       << " times in 9: an item() (or to<double>()) inside the loop makes a GPU wait at every step. "
-          "Keep the loss sum a tensor on the device and read it once, after the loop");
+       << " times in 9: the reads must not grow with the steps, since on a GPU each one makes the host wait "
+          "for the device");
   REQUIRE(reads_9 == reads_3);
 }
 
