@@ -39,9 +39,13 @@
 //     the values one step reads on the host, for 1 tensor and for 4.
 //   - the state (LARS: the velocity and the last rate; LAMB: both moments and
 //     t) lives in state() under the parameter's key, so checkpoints carry it.
-//   The tests compare float64 steps worked out by hand (one and two steps,
-//   two tensors of different norms in one group, a change of rate between
-//   steps, a zero tensor) to 1e-12, and a resumed run to the last bit.
+//   The tests compare float64 steps (one to four steps, two tensors of
+//   different norms in one group, a change of rate between steps, a zero
+//   tensor) to 1e-12 with values recorded from the reference solution, and
+//   with torch::optim::SGD's (momentum) and AdamW's steps where the above
+//   says they agree; they check properties any correct implementation has
+//   (how far a step moves a tensor of a given norm), and a resumed run to
+//   the last bit.
 //
 // Note: [state in checkpoints] LibTorch saves an optimizer's state keyed by
 // parameter position, through the ParamState and Options classes' serialize()

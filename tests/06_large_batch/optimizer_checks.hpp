@@ -1,5 +1,5 @@
 // optimizer_checks.hpp — what the LARS and LAMB tests share: a two-tensor
-// "layer" with hand-picked values, the checkpoint round trip, and the count of
+// "layer" with hand-picked values, small float64 rows, the checkpoint round trip, and the count of
 // host reads per step.
 #pragma once
 #include <functional>
@@ -26,6 +26,15 @@ struct ToyLayer : torch::nn::Module {
     b = register_parameter("b", torch::tensor({1.0, -2.0}, torch::kFloat64));
   }
 };
+
+// A 1×2 float64 tensor [[x, y]].
+inline torch::Tensor row(double x, double y) { return torch::tensor({{x, y}}, torch::kFloat64); }
+
+// Checks a 1×2 tensor against [[x, y]] to within 1e-12 (relative).
+inline void check_row(const torch::Tensor& got, double x, double y) {
+  CHECK(got[0][0].item<double>() == Approx(x).epsilon(1e-12));
+  CHECK(got[0][1].item<double>() == Approx(y).epsilon(1e-12));
+}
 
 // Sets the gradients by hand, as a backward pass would have.
 inline void set_grads(ToyLayer& layer, const torch::Tensor& w_grad, const torch::Tensor& b_grad) {

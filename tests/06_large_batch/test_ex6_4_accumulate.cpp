@@ -28,7 +28,7 @@ TEST_CASE("ex6.4 K micro-steps of batch B equal one step of batch K·B, with one
       const int64_t calls_before = comm->stats().collectives();
       const torch::Tensor loss = ch06::accumulated_train_step(*model, optimizer, micro_batches, *comm);
       const int64_t calls = comm->stats().collectives() - calls_before;
-      INFO("collectives in one accumulated step: " << calls << " (the gradients travel once, after the last micro-batch)");
+      INFO("collectives in one accumulated step: " << calls << "; the contract allows exactly one, whatever K");
       REQUIRE(mpi_test::all_ranks(calls == 1));
       // This rank's mean loss over its micro-batches, before the step.
       torch::Tensor expected_loss;
@@ -40,8 +40,8 @@ TEST_CASE("ex6.4 K micro-steps of batch B equal one step of batch K·B, with one
       }
       oracle::sgd_step(*reference, batches[step].images, batches[step].labels, lr);
       const double difference = oracle::max_parameter_difference(*model, *reference);
-      INFO("largest parameter difference from one SGD step on the whole global batch: " << difference
-           << " (a missing 1/K gives about K times the step; a skipped micro-batch or rank a different one)");
+      INFO("largest parameter difference from one SGD step on the mean loss over the whole global batch (every "
+           "rank's micro-batches together): " << difference << "; the step must equal that one to within 1e-5");
       REQUIRE(mpi_test::all_ranks(difference <= 1e-5));
       INFO("the returned loss: this rank's mean over its micro-batches, " << loss << " vs " << expected_loss);
       REQUIRE(mpi_test::all_ranks(loss.numel() == 1 && std::abs(loss.item<double>() - expected_loss.item<double>()) <= 1e-5));
@@ -91,7 +91,7 @@ TEST_CASE("ex6.4 the micro-batches' losses stay on the device: no host read per 
   };
   const int64_t reads_2 = reads_with(2), reads_6 = reads_with(6);
   INFO("a step of 2 micro-batches read a value on the host " << reads_2 << " times, one of 6 " << reads_6
-       << " times: sum the losses as tensors and let the caller read the result");
+       << " times: the host reads of one step must not grow with the number of micro-batches");
   REQUIRE(mpi_test::all_ranks(reads_6 == reads_2));
 }
 
@@ -109,6 +109,7 @@ TEST_CASE("ex6.4 micro-batches of different sizes are refused", "[ex6.4]") {
     refused = true;
     message = e.what();
   }
-  INFO("micro-batches of 3 and 2 samples: the mean of the two means weighs the 2 too much; got: " << message);
+  INFO("micro-batches of 3 and 2 samples must be refused with a workbook::UserError; "
+       << (refused ? "got: " + message : std::string("none was thrown")));
   REQUIRE(mpi_test::all_ranks(refused));
 }

@@ -44,8 +44,8 @@ TEST_CASE("ex6.5 frequency k: one all-reduce and one step every k batches", "[ex
       }
       oracle::sgd_step(*reference, torch::cat(round_images), torch::cat(round_labels), lr);
       const double difference = oracle::max_parameter_difference(*model, *reference);
-      INFO("largest parameter difference from one SGD step on the round's " << k << " global batches together: "
-           << difference << " (gradients left over from the last round, or a missing 1/k, show here)");
+      INFO("largest parameter difference from one SGD step on the mean loss over the round's " << k
+           << " global batches together: " << difference << "; the round's step must equal that one to within 1e-5");
       REQUIRE(mpi_test::all_ranks(difference <= 1e-5));
     }
   }
@@ -70,10 +70,16 @@ TEST_CASE("ex6.5 between steps nothing moves: the weights change only on the k-t
     }
   }
   for (size_t i = 0; i < 3; ++i) aggregator.add(share(batches[i], comm->rank(), comm->size()));
-  INFO("after 3 of 4 batches the optimizer has not stepped");
-  REQUIRE(mpi_test::all_ranks(torch::equal(model->fc1->weight, before)));
+  {
+    INFO("after 3 of 4 batches fc1's weight changed on some rank; until the round's 4th batch the weights must stay "
+         "as they are");
+    REQUIRE(mpi_test::all_ranks(torch::equal(model->fc1->weight, before)));
+  }
   aggregator.add(share(batches[3], comm->rank(), comm->size()));
-  REQUIRE(mpi_test::all_ranks(!torch::equal(model->fc1->weight, before)));
+  {
+    INFO("after the round's 4th batch fc1's weight is unchanged on some rank; the round's last add() must step");
+    REQUIRE(mpi_test::all_ranks(!torch::equal(model->fc1->weight, before)));
+  }
   const double last_loss = aggregator.last_loss().item<double>();
   INFO("last_loss: this rank's mean loss over the round's 4 batches, " << last_loss << " vs " << expected_loss);
   REQUIRE(mpi_test::all_ranks(std::abs(last_loss - expected_loss) <= 1e-5));
@@ -92,7 +98,7 @@ TEST_CASE("ex6.5 the batches' losses stay on the device: no host read per batch"
   };
   const int64_t reads_2 = reads_in_round_of(2), reads_6 = reads_in_round_of(6);
   INFO("a round of 2 batches read a value on the host " << reads_2 << " times, one of 6 " << reads_6
-       << " times: keep the loss sum a tensor (last_loss() returns one)");
+       << " times: the host reads of a round must not grow with the number of batches in it");
   REQUIRE(mpi_test::all_ranks(reads_6 == reads_2));
 }
 
@@ -120,16 +126,16 @@ TEST_CASE("ex6.5 the observer sees this rank's own gradient, once per round, bef
   }
   torch::nn::functional::cross_entropy(reference->forward(torch::cat(mine_images)), torch::cat(mine_labels)).backward();
   const torch::Tensor expected = reference->parameters()[0].grad();
-  INFO("the observer must run before the all-reduce: it must see this rank's gradient, not the average over ranks "
-       "(largest difference " << (seen.front() - expected).abs().max().item<double>() << ")");
+  INFO("the gradient the observer saw differs from this rank's own mean gradient over its " << k << " batches by up "
+       "to " << (seen.front() - expected).abs().max().item<double>() << "; the contract: the observer sees this "
+       "rank's gradient of the round, before the ranks' gradients are averaged");
   REQUIRE(mpi_test::all_ranks(torch::allclose(seen.front(), expected, 1e-5, 1e-6)));
 }
 
 TEST_CASE("ex6.5 when a round's last add() returns, .grad holds the gradient averaged over ranks", "[ex6.5][np3]") {
   // ch06_train --noise-scale reads .grad right after add() returns, as the
   // gradient the optimizer stepped with: the mean over every rank of the
-  // round's gradient. So the gradients are cleared when the next round
-  // starts, not when this one ends.
+  // round's gradient.
   auto comm = mpi_test::communicator();
   const int64_t k = 2;
   const auto batches = accumulation_data::global_batches(static_cast<int>(2 * k), 2 * comm->size(), 79);
@@ -160,10 +166,10 @@ TEST_CASE("ex6.5 when a round's last add() returns, .grad holds the gradient ave
       }
       difference = std::max(difference, (got[i].grad() - expected[i].grad()).abs().max().item<double>());
     }
-    INFO("after the round's last add() returned, " << (all_defined ? "" : "some parameter's .grad is undefined "
-         "(zero_grad() sets it to none) and ") << "the largest difference of .grad from the gradient averaged over "
-         "every rank's batches of the round is " << difference << ": .grad must still hold the gradient the step "
-         "used, so clear the gradients when the next round starts, not when this one ends");
+    INFO("after the round's last add() returned, " << (all_defined ? "" : "some parameter's .grad is undefined and ")
+         << "the largest difference of .grad from the gradient averaged over every rank's batches of the round is "
+         << difference << ": when the round's last add() returns, .grad must hold the gradient the step used, to "
+         "within 1e-5");
     REQUIRE(mpi_test::all_ranks(all_defined && difference <= 1e-5));
     reference_optimizer.step();
   }
