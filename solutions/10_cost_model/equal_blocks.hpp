@@ -1,7 +1,6 @@
 // equal_blocks.hpp — given: a model of equal blocks, for the two layouts
-// whose formulas assume equal shares: a pipeline of p equal stages (its
-// bubble, (p − 1)/(m + p − 1)) and a tensor-parallel group (1/T of the
-// compute on each rank, two all-reduces per block).
+// whose predictions assume equal shares: a pipeline of p equal stages (its
+// bubble, (p − 1)/(m + p − 1)) and a tensor-parallel group of T ranks.
 //
 //   x [N, W] → blocks × L:  x + down(relu(up(x)))      up: W → 2W, down: 2W → W
 //   → loss: the mean of the output's squares
@@ -9,9 +8,12 @@
 // A block is Megatron-LM's MLP. In a pipeline, stage s of p holds blocks
 // [s·L/p, (s+1)·L/p): every stage does the same work. Tensor parallel over
 // T ranks splits every block: up column-parallel, down row-parallel
-// (Chapter 8's layers), so that each rank computes 1/T of every block, and
-// each block all-reduces an [N, W] activation once in forward (g, after
-// down) and once in backward (f, before up).
+// (Chapter 8's layers); an [N, W] activation goes into and out of each block.
+// BEGIN SOLUTION NOTE ex10.5
+// Each rank computes 1/T of every block, and each block all-reduces an
+// [N, W] activation once in forward (g, after down) and once in backward
+// (f, before up).
+// END SOLUTION NOTE
 //
 // Chapter 9's BlockMlp would not do: its input and output layers make the
 // first and last stages longer, and each of its blocks needs a whole

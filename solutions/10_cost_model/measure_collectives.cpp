@@ -127,9 +127,12 @@ ch10::Link measure_link(workbook::Program& program, bool quick) {
 // environment before it connects: one algorithm per run.
 // The steps (ZeRO's reduce-scatter and all-gather) use the algorithms the
 // model charges: the ring for all-gather and all-reduce, recursive halving
-// for MPI_Reduce_scatter_block (Open MPI has no ring for it; it moves the
-// ring's bytes, in fewer steps). Left to itself, Open MPI 4
-// reduce-scatters by a reduce to one rank and a scatter: twice the bytes.
+// for MPI_Reduce_scatter_block (Open MPI has no ring for it). Left to
+// itself, Open MPI 4 reduce-scatters by a reduce to one rank and a scatter.
+// BEGIN SOLUTION NOTE ex10.2
+// Recursive halving moves the ring's bytes, in fewer steps; a reduce and a
+// scatter move twice as many.
+// END SOLUTION NOTE
 void force_open_mpi_algorithm(const std::string& allreduce) {
   const char* number = allreduce == "ring" ? "4" : allreduce == "recursive_doubling" ? "3" : "6";
   setenv("OMPI_MCA_coll_tuned_use_dynamic_rules", "1", 1);

@@ -7,14 +7,8 @@
 //
 //        rank 0                rank 1              (simulated seconds →)
 //   now ──┬─ exchange ─────────────┬─ exchange
-//         │  leaves when rank 0's  │
-//         │  program and its link  │
-//         │  are both ready        │
-//         │  ═══ α + n·β ═══►      │   wait(): rank 1 goes on once it is there
+//         │  ═══ α + n·β ═══►      │   wait(): rank 1 needs the message
 //         ▼                        ▼
-// BEGIN SOLUTION NOTE ex10.3
-// In clocks: it leaves at max(now, link free); wait() sets now = max(now, arrival).
-// END SOLUTION NOTE
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -32,15 +26,26 @@ struct RankClock {
 };
 
 // ---- ex10.3 -------------------------------------------------------------------
-// `sender` hands a message of `bytes` bytes to its link: it leaves once the
-// sender's program has got there (now_s: it cannot send what it has not yet
-// computed or received) and the link has finished the messages before it,
-// and it occupies the link for α + n·β. Returns when it has arrived; the
-// sender's program goes on (now_s does not move: an exchange's wait() says
-// when it may use the buffer again).
+// The world the two clocks describe: a program hands a message to its link
+// when it reaches the send (it cannot send what it has not yet computed or
+// received); a link carries one message at a time, in the order they were
+// handed to it, each for α + n·β; a program that needs a message waits for
+// it, and no clock runs backward.
+//
+// `sender` hands a message of `bytes` bytes to its link. Returns when the
+// message has arrived, and leaves `sender`'s clocks true. The sender's
+// program does not wait here (a blocking send or an exchange's wait(), in
+// the given code, says when it may use the buffer again).
+// BEGIN SOLUTION NOTE ex10.3
+// In clocks: it leaves at max(now, link free) and holds the link until it
+// arrives; now_s does not move.
+// END SOLUTION NOTE
 double send_message(RankClock& sender, double bytes, const Link& link);
-// `receiver` takes a message that arrives at `arrival_s`: its program
-// cannot go on before the message is there, and never goes back in time.
+// `receiver`'s program takes a message that arrives at `arrival_s`; its
+// clock afterwards says where its program is.
+// BEGIN SOLUTION NOTE ex10.3
+// In clocks: now = max(now, arrival).
+// END SOLUTION NOTE
 void receive_message(RankClock& receiver, double arrival_s);
 
 // ---- given ----------------------------------------------------------------------

@@ -4,13 +4,15 @@
 //   DDP after backward   forward ─ backward ─ all-reduce(everything) ─ step
 //   DDP with buckets     forward ─ backward ──────────┐
 //                                 bucket 0 ═══╗ 1 ════╩═ ... ─ step   (overlapped)
+//   ZeRO 1, 2, 3         Chapter 7's collectives, none overlapped
+//   pipeline (GPipe, 1F1B) m micro-batches through p equal stages and the p − 1 links between them
+//   tensor parallel      per pair of layers: Chapter 8's f and g, none overlapped
+// BEGIN SOLUTION NOTE ex10.5
 //   ZeRO 1, 2            forward ─ backward ─ reduce-scatter ─ step(shard) ─ all-gather
 //   ZeRO 3               per layer: all-gather ─ forward ... all-gather ─ backward ─ reduce-scatter
-//   pipeline (GPipe, 1F1B) m micro-batches through p equal stages and the p − 1 links between them
-// BEGIN SOLUTION NOTE ex10.5
-//                        (m + p − 1) slots of one micro-batch's forward and backward on one stage, free link
+//   pipeline             (m + p − 1) slots of one micro-batch's forward and backward on one stage, free link
+//   tensor parallel      per pair: forward ─ all-reduce(activation) ... backward ─ all-reduce(gradient)
 // END SOLUTION NOTE
-//   tensor parallel      per pair of layers: forward ─ all-reduce(activation) ... backward ─ all-reduce(gradient)
 #pragma once
 #include <cstdint>
 #include <string>
@@ -67,13 +69,19 @@ StepPrediction predict_ddp_buckets(const Profile& profile, const Link& link, int
 int64_t best_bucket_bytes(const Profile& profile, const Link& link, int ranks);
 
 // ---- ex10.5 -------------------------------------------------------------------
-// ZeRO (Chapter 7), stage 1, 2 or 3, with ring collectives and no overlap.
+// ZeRO (Chapter 7), stage 1, 2 or 3, with ring collectives (ex10.2) and no
+// overlap. Stages 1 and 2 are modelled alike, as OptimizerStateSharding
+// (ex7.2) runs a step (the model leaves stage 2's buckets out); stage 3 as
+// ParameterSharding (ex7.5) runs it, layer by layer. Each collective pays
+// its own α's; the optimizer is charged what one rank of it runs.
+// BEGIN SOLUTION NOTE ex10.5
 // Stages 1 and 2: a reduce-scatter of the gradients and an all-gather of the
 // parameters, each of every parameter's bytes, after backward; each rank
 // steps the optimizer on 1/p of them. Stage 3: per layer, an all-gather of
 // its parameters before its forward and again before its backward, and a
 // reduce-scatter of its gradients after its backward: three collectives
 // per layer, each paying its own α's; each rank steps 1/p of the optimizer.
+// END SOLUTION NOTE
 StepPrediction predict_zero(int stage, const Profile& profile, const Link& link, int ranks);
 
 // A pipeline of `stages` equal stages (one per rank; each runs 1/stages of
@@ -98,11 +106,15 @@ StepPrediction predict_pipeline(const Profile& profile, const Link& link, int st
 double bubble_fraction(int stages, int micro_batches);  // given: (p − 1) / (m + p − 1)
 
 // Tensor parallel over `ranks` (Chapter 8's column- and row-parallel pairs),
-// every layer of the profile split: each rank computes 1/ranks of every
-// layer and steps the optimizer on 1/ranks of the parameters. Each of the
-// `pairs` all-reduces its output, `activation_bytes`, in forward (g) and
-// its input's gradient, as many bytes, in backward (f), with ring
-// all-reduces that nothing overlaps: the next layer needs their sums.
+// every layer of the profile split evenly over the ranks: its weights, its
+// work and its optimizer state. The messages: the all-reduces that each of
+// the `pairs` makes through f and g in a step, each of `activation_bytes`,
+// as ring all-reduces that nothing overlaps (the next layer needs their sums).
+// BEGIN SOLUTION NOTE ex10.5
+// Each rank computes 1/ranks of every layer and steps the optimizer on
+// 1/ranks of the parameters. Each pair all-reduces its output in forward (g)
+// and its input's gradient, as many bytes, in backward (f).
+// END SOLUTION NOTE
 StepPrediction predict_tensor_parallel(const Profile& profile, const Link& link, int ranks, int pairs,
                                        int64_t activation_bytes);
 

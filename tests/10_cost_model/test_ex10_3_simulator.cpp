@@ -1,6 +1,6 @@
 // Tests for ex10.3: the simulator's clocks. Chapter 4's ring, run unchanged
-// on simulated ranks, must take exactly the closed form's time; schedules
-// small enough to time by hand pin down what each clock may and may not do.
+// on simulated ranks, must take the time recorded from the reference; small
+// schedules pin down what each clock may and may not do.
 #include "catch2_compat.hpp"
 
 #include "ring.hpp"
@@ -17,35 +17,62 @@ torch::Tensor rank_values(int rank, int64_t count) {
   return torch::arange(count, torch::kFloat32).remainder(17) * static_cast<float>(rank + 1);
 }
 
+// Chapter 4's ring all-reduce of `count` floats on `p` simulated ranks, one
+// message per step (each segment whole); its sums checked on every rank.
+ch10::SimulatedRun simulated_ring(int p, int64_t count, const ch10::Link& link) {
+  std::vector<torch::Tensor> results(p);
+  const ch10::SimulatedRun run = ch10::simulate(p, link, [&](workbook::Communicator& comm) {
+    torch::Tensor buffer = rank_values(comm.rank(), count);
+    ch04::RingOptions whole_segments;
+    whole_segments.chunk_elements = count / p;
+    ch04::ring_all_reduce(buffer, workbook::ReduceOp::Sum, comm, whole_segments);
+    results[comm.rank()] = buffer;
+  });
+  for (int r = 0; r < p; ++r) {
+    CAPTURE(p, r);
+    REQUIRE(torch::equal(results[r], rank_values(0, count) * static_cast<float>(p * (p + 1) / 2)));
+  }
+  return run;
+}
+
 }  // namespace
 
-TEST_CASE("ex10.3 Chapter 4's ring all-reduce, simulated, takes the closed form's time to the last digit", "[ex10.3]") {
-  for (int p : {2, 3, 4, 5}) {
-    const int64_t count = 12000 * p;  // p equal segments: the closed form's n/p
-    std::vector<torch::Tensor> results(p);
-    const ch10::SimulatedRun run = ch10::simulate(p, kGigabit, [&](workbook::Communicator& comm) {
-      torch::Tensor buffer = rank_values(comm.rank(), count);
-      ch04::RingOptions whole_segments;
-      whole_segments.chunk_elements = count / p;  // one message per step, as the closed form counts them
-      ch04::ring_all_reduce(buffer, workbook::ReduceOp::Sum, comm, whole_segments);
-      results[comm.rank()] = buffer;
-    });
-    const double closed_form =
-        ch10::collective_cost(ch10::Collective::AllReduce, ch10::Algorithm::Ring, count * 4, p).seconds(kGigabit);
-    CAPTURE(p, run.seconds(), closed_form, run.messages);
-    REQUIRE(run.messages == 2 * (p - 1) * p);
-    REQUIRE(run.seconds() == Approx(closed_form).epsilon(1e-12));
+TEST_CASE("ex10.3 Chapter 4's ring all-reduce, simulated, takes the recorded time on every rank", "[ex10.3]") {
+  // 60,000 floats, at 25 µs and 1 Gbit/s. Recorded from the reference
+  // solution; any correct implementation gives these to within 1e-12.
+  const int64_t count = 60000;
+  const std::pair<int, double> recorded[] = {{2, 0.00197}, {3, 0.00266}, {4, 0.00303}, {5, 0.003272},
+                                             {6, 0.00345}};
+  for (const auto& [p, seconds] : recorded) {
+    const ch10::SimulatedRun run = simulated_ring(p, count, kGigabit);
+    CAPTURE(p, run.seconds(), seconds, run.messages);
+    REQUIRE(run.seconds() == Approx(seconds).epsilon(1e-12));
     for (int r = 0; r < p; ++r) {
       CAPTURE(r, run.finish_s[r]);
-      REQUIRE(run.finish_s[r] == Approx(closed_form).epsilon(1e-12));
-      REQUIRE(torch::equal(results[r], rank_values(0, count) * static_cast<float>(p * (p + 1) / 2)));
+      REQUIRE(run.finish_s[r] == Approx(seconds).epsilon(1e-12));
     }
   }
 }
 
+TEST_CASE("ex10.3 the ring on a unit α with no β counts its steps; on a unit β with no α, its bytes", "[ex10.3]") {
+  // Recorded from the reference solution: {p, steps, bytes} of the ring
+  // above's critical path (60,000 floats, 240,000 bytes).
+  struct Recorded {
+    int p;
+    double steps, bytes;
+  };
+  for (const Recorded e : {Recorded{2, 2, 240000}, Recorded{3, 4, 320000}, Recorded{5, 8, 384000},
+                           Recorded{6, 10, 400000}}) {
+    const ch10::SimulatedRun steps = simulated_ring(e.p, 60000, ch10::Link{1.0, 0.0});
+    const ch10::SimulatedRun bytes = simulated_ring(e.p, 60000, ch10::Link{0.0, 1.0});
+    CAPTURE(e.p, steps.seconds(), bytes.seconds());
+    REQUIRE(steps.seconds() == Approx(e.steps).epsilon(1e-12));
+    REQUIRE(bytes.seconds() == Approx(e.bytes).epsilon(1e-12));
+  }
+}
+
 TEST_CASE("ex10.3 a relay: a rank cannot pass on what it has not received", "[ex10.3]") {
-  // 0 → 1 → 2 → 3, each forwarding what it got: three messages one after
-  // another, (p − 1)(α + nβ); not one α + nβ, as if all three left at once.
+  // 0 → 1 → 2 → 3, each forwarding what it got.
   const int64_t count = 250000;
   const ch10::SimulatedRun run = ch10::simulate(4, kGigabit, [&](workbook::Communicator& comm) {
     torch::Tensor buffer = torch::full({count}, static_cast<float>(comm.rank()));

@@ -9,7 +9,7 @@ using step_profiles::kLink;
 TEST_CASE("ex10.4 buckets of at least 1 MB: ready as backward reaches them, reduced one after another", "[ex10.4]") {
   // Backward from the last layer, starting at 3 ms (after forward):
   //   activation  3.5 ms, no gradients
-  //   third       4.5 ms, 2 MB: bucket 0 ready, reduced 4.5 → 6.7 (0.2 + 2 ms)
+  //   third       4.5 ms, 2 MB: bucket 0 ready, reduced 4.5 → 6.7
   //   second      5.5 ms, 1 MB: bucket 1 ready, waits for the link: 6.7 → 7.9
   //   first       7.5 ms, 4 MB: bucket 2 ready, waits again:        7.9 → 12.1
   // Backward is over at 7.5 ms: the step waits 4.6 ms more.
@@ -32,9 +32,9 @@ TEST_CASE("ex10.4 a bucket reduced as soon as ready, a slow link: the step waits
 }
 
 TEST_CASE("ex10.4 a fast link hides everything but the last bucket; one bucket is DDP after backward", "[ex10.4]") {
-  // 3 MB cap at 4 ranks (1.5 β per byte, 6 α): bucket 0 = third and second
-  // (3 MB) ready at 5.5, reduced in 0.6 + 4.5 = 5.1 ms → 10.6; bucket 1 =
-  // first (4 MB) ready at 7.5, reduced 10.6 → 10.6 + 0.6 + 6 = 17.2.
+  // 3 MB cap at 4 ranks: bucket 0 = third and second (3 MB) ready at 5.5,
+  // reduced in 5.1 ms → 10.6; bucket 1 = first (4 MB) ready at 7.5, reduced
+  // 10.6 → 17.2.
   const ch10::StepPrediction p = ch10::predict_ddp_buckets(step_profiles::uneven(), kLink, 4, 3000000);
   CAPTURE(p.communication_s, p.exposed_s);
   REQUIRE(p.communication_s == Approx(11.7e-3).epsilon(1e-9));
