@@ -43,7 +43,8 @@ TEST_CASE("ex2.2 replicas compute what the original computes, in its mode", "[ex
       REQUIRE_FALSE(replicas[i]->is_training());
     }
     torch::NoGradGuard no_grad;
-    INFO("the replica's output differs from the original's: are all parameters and buffers copied?");
+    INFO("the replica's output on the same images differs from the original's: a replica must compute what the "
+         "original computes, with every parameter and buffer at the original's values");
     REQUIRE(torch::allclose(replicas[i]->forward(images), expected, 1e-5, 1e-6));
   }
   model->train();
@@ -64,7 +65,8 @@ TEST_CASE("ex2.2 a replica's parameters are copies joined to the original by a g
         INFO("each replica holds its own copy: sharing the original's storage is not a replica");
         REQUIRE(p.value().data_ptr() != original.data_ptr());
       }
-      INFO("a replica's parameter must not be a leaf: its grad_fn is the edge back to the original");
+      INFO("this replica parameter is a leaf (no grad_fn): autograd has no path from it back to the original's "
+           "parameter, so a gradient computed on the replica cannot reach the original");
       REQUIRE_FALSE(p.value().is_leaf());
       REQUIRE(p.value().grad_fn() != nullptr);
     }
@@ -99,7 +101,8 @@ TEST_CASE("ex2.2 gradients computed on the replicas sum into the original's .gra
   for (const auto& p : params) {
     CAPTURE(p.key());
     {
-      INFO("no gradient reached the original: connect each replica parameter to it (set_gradient_edge)");
+      INFO("after backward through the replicas' losses the original's parameter has no .grad: gradients computed on "
+           "the replicas must flow back into the original's parameters");
       REQUIRE(p.value().grad().defined());
     }
     INFO("the original's gradient must be the sum over the replicas");
@@ -118,8 +121,10 @@ TEST_CASE("ex2.2 replica 0 shares the original's buffers, the others hold copies
     for (const auto& b : replicas[i]->named_buffers()) {
       CAPTURE(i, b.key());
       REQUIRE(torch::equal(b.value(), originals[b.key()]));
-      INFO("replica 0 must use the original's buffer tensors (set_), replicas 1.. their own copies");
-      REQUIRE((b.value().data_ptr() == originals[b.key()].data_ptr()) == (i == 0));
+      const bool shares = b.value().data_ptr() == originals[b.key()].data_ptr();
+      INFO("this replica's buffer " << (shares ? "shares" : "does not share") << " the original's storage; the "
+           "contract: replica 0's buffers are the original's own tensors, every other replica's are separate copies");
+      REQUIRE(shares == (i == 0));
     }
   }
   // A train-mode forward on replica 1 leaves the model's statistics alone;

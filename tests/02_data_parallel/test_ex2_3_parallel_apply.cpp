@@ -46,10 +46,12 @@ TEST_CASE("ex2.3 every replica runs on its own thread, at the same time, with it
         for (size_t j = 0; j < i; ++j) REQUIRE(spies[i]->last.thread != spies[j]->last.thread);
       }
       {
-        INFO("the replicas ran one after another: start every replica's thread before joining any");
+        INFO("this replica's forward waited 5 s and in that time not every replica's forward had started: the "
+             "replicas must run at the same time");
         REQUIRE(spies[i]->last.met_the_others);
       }
-      INFO("each replica's thread must use threads_per_replica intra-op threads (at::set_num_threads)");
+      INFO("the replica's forward ran with " << spies[i]->last.intra_op_threads
+           << " intra-op thread(s); the contract: threads_per_replica in each replica's forward");
       REQUIRE(spies[i]->last.intra_op_threads == threads_per_replica);
     }
   }
@@ -63,8 +65,8 @@ TEST_CASE("ex2.3 the replicas run under the caller's autograd mode", "[ex2.3]") 
     std::vector<torch::Tensor> outputs = ch02::parallel_apply(as_classifiers(spies), inputs, cpus(2), 1);
     for (size_t i = 0; i < 2; ++i) {
       CAPTURE(i);
-      INFO("under NoGradGuard the replicas must not build a graph: carry the caller's grad mode into the thread "
-           "(at::ThreadLocalState)");
+      INFO("the caller disabled gradients (NoGradGuard), and the replica's forward ran with gradients enabled or "
+           "returned an output that requires grad: the replicas must run under the caller's autograd mode");
       REQUIRE_FALSE(spies[i]->last.grad_enabled);
       REQUIRE_FALSE(outputs[i].requires_grad());
     }

@@ -1,41 +1,18 @@
-// Tests for ex3.2: the DistributedSampler against PyTorch's definition,
-// written here independently: permutation, padding or dropping, striding.
+// Tests for ex3.2: the DistributedSampler. Properties every correct sampler
+// has (equal counts, coverage, the same split on every rank, shuffling as a
+// relabelling of the unshuffled split), for many sizes, plus the exact answers
+// for a few small cases: recorded from the reference solution, or printed by
+// PyTorch's own DistributedSampler.
 #include "catch2_compat.hpp"
 
+#include <algorithm>
+#include <map>
 #include <set>
 
 #include "ddp.hpp"
 #include "mpi_test.hpp"
 
 namespace {
-
-// PyTorch's DistributedSampler.__iter__, step by step, as a plain list.
-std::vector<int64_t> pytorch_indices(int64_t n, int replicas, int rank, bool shuffle, uint64_t seed, int64_t epoch,
-                                     bool drop_last) {
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  if (shuffle) {
-    auto generator = at::make_generator<at::CPUGeneratorImpl>(seed + static_cast<uint64_t>(epoch));
-    torch::Tensor perm = torch::randperm(n, generator, torch::kInt64);
-    for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = perm[i].item<int64_t>();
-  } else {
-    for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
-  }
-  int64_t num_samples = 0;
-  if (drop_last && n % replicas != 0) num_samples = (n - replicas + replicas - 1) / replicas;  // ceil((n-R)/R)
-  else num_samples = (n + replicas - 1) / replicas;
-  const int64_t total = num_samples * replicas;
-  std::vector<int64_t> padded = order;
-  if (!drop_last) {
-    while (static_cast<int64_t>(padded.size()) < total) {
-      const int64_t missing = total - static_cast<int64_t>(padded.size());
-      for (int64_t i = 0; i < std::min<int64_t>(missing, n); ++i) padded.push_back(order[static_cast<size_t>(i)]);
-    }
-  }
-  padded.resize(static_cast<size_t>(total));
-  std::vector<int64_t> mine;
-  for (int64_t i = rank; i < total; i += replicas) mine.push_back(padded[static_cast<size_t>(i)]);
-  return mine;
-}
 
 std::vector<int64_t> as_vector(const torch::Tensor& t) {
   REQUIRE(t.dim() == 1);
@@ -45,50 +22,109 @@ std::vector<int64_t> as_vector(const torch::Tensor& t) {
   return v;
 }
 
+// Every rank's indices for one configuration, rank 0 first.
+std::vector<std::vector<int64_t>> every_rank(int64_t n, int replicas, bool shuffle, uint64_t seed, int64_t epoch,
+                                             bool drop_last) {
+  std::vector<std::vector<int64_t>> shards;
+  for (int rank = 0; rank < replicas; ++rank) {
+    ch03::DistributedSampler sampler(n, replicas, rank, shuffle, seed, drop_last);
+    sampler.set_epoch(epoch);
+    shards.push_back(as_vector(sampler.indices()));
+  }
+  return shards;
+}
+
+std::string shown(const std::vector<std::vector<int64_t>>& shards) {
+  std::string s;
+  for (size_t rank = 0; rank < shards.size(); ++rank) {
+    s += rank == 0 ? "" : " | ";
+    for (size_t k = 0; k < shards[rank].size(); ++k) s += (k == 0 ? "" : " ") + std::to_string(shards[rank][k]);
+  }
+  return s;
+}
+
 }  // namespace
 
-TEST_CASE("ex3.2 the sampler matches PyTorch's definition", "[ex3.2]") {
-  for (int64_t n : {0, 1, 5, 10, 11, 100, 101})
+TEST_CASE("ex3.2 equal counts; together the ranks cover the data, each sample once or evenly repeated", "[ex3.2]") {
+  for (int64_t n : {0, 1, 2, 5, 10, 11, 100, 101})
     for (int replicas : {1, 2, 3, 4, 7})
       for (bool drop_last : {false, true})
         for (bool shuffle : {true, false}) {
+          CAPTURE(n, replicas, drop_last, shuffle);
+          const auto shards = every_rank(n, replicas, shuffle, /*seed=*/42, /*epoch=*/3, drop_last);
+          INFO("the ranks' indices: " << shown(shards));
+          // The count the header states: ceil(N / R), or floor(N / R) with drop_last.
+          const int64_t count = drop_last ? n / replicas : (n + replicas - 1) / replicas;
           for (int rank = 0; rank < replicas; ++rank) {
-            CAPTURE(n, replicas, rank, drop_last, shuffle);
-            ch03::DistributedSampler sampler(n, replicas, rank, shuffle, /*seed=*/42, drop_last);
-            sampler.set_epoch(3);
-            const std::vector<int64_t> expected = pytorch_indices(n, replicas, rank, shuffle, 42, 3, drop_last);
-            REQUIRE(sampler.num_samples() == static_cast<int64_t>(expected.size()));
-            REQUIRE(sampler.total_size() == sampler.num_samples() * replicas);
-            REQUIRE(as_vector(sampler.indices()) == expected);
+            ch03::DistributedSampler sampler(n, replicas, rank, shuffle, 42, drop_last);
+            REQUIRE(sampler.num_samples() == count);
+            REQUIRE(sampler.total_size() == count * replicas);
+            REQUIRE(static_cast<int64_t>(shards[static_cast<size_t>(rank)].size()) == count);
+          }
+          std::map<int64_t, int64_t> times;
+          for (const auto& shard : shards)
+            for (int64_t i : shard) {
+              REQUIRE(i >= 0);
+              REQUIRE(i < n);
+              ++times[i];
+            }
+          if (drop_last) {
+            INFO("with drop_last no sample may appear twice in an epoch");
+            for (const auto& [i, k] : times) REQUIRE(k == 1);
+          } else {
+            INFO("without drop_last every sample appears, and none more than once more often than another");
+            REQUIRE(static_cast<int64_t>(times.size()) == n);
+            int64_t least = count * replicas, most = 0;
+            for (const auto& [i, k] : times) {
+              least = std::min(least, k);
+              most = std::max(most, k);
+            }
+            if (n > 0) REQUIRE(most - least <= 1);
           }
         }
 }
 
-TEST_CASE("ex3.2 shards are disjoint and cover the data; padding repeats from the start", "[ex3.2]") {
-  SECTION("divisible: every sample exactly once") {
-    std::multiset<int64_t> seen;
-    for (int rank = 0; rank < 4; ++rank)
-      for (int64_t i : as_vector(ch03::DistributedSampler(100, 4, rank, true, 7).indices())) seen.insert(i);
-    REQUIRE(seen.size() == 100);
-    for (int64_t i = 0; i < 100; ++i) REQUIRE(seen.count(i) == 1);
+TEST_CASE("ex3.2 shuffling relabels the unshuffled split: one permutation for every rank's every slot", "[ex3.2]") {
+  for (int64_t n : {1, 5, 10, 11, 100, 101})
+    for (int replicas : {1, 2, 3, 4, 7})
+      for (bool drop_last : {false, true}) {
+        CAPTURE(n, replicas, drop_last);
+        const auto plain = every_rank(n, replicas, /*shuffle=*/false, 42, 3, drop_last);
+        const auto shuffled = every_rank(n, replicas, /*shuffle=*/true, 42, 3, drop_last);
+        INFO("unshuffled: " << shown(plain) << "\nshuffled:   " << shown(shuffled)
+             << "\n(in every slot of every rank, the shuffled index must be the image of the unshuffled one under one "
+                "permutation of the samples, the same for all ranks)");
+        std::map<int64_t, int64_t> image;
+        std::set<int64_t> used;
+        for (size_t rank = 0; rank < plain.size(); ++rank) {
+          REQUIRE(plain[rank].size() == shuffled[rank].size());
+          for (size_t k = 0; k < plain[rank].size(); ++k) {
+            const auto [it, fresh] = image.emplace(plain[rank][k], shuffled[rank][k]);
+            REQUIRE(it->second == shuffled[rank][k]);
+            if (fresh) REQUIRE(used.insert(shuffled[rank][k]).second);
+          }
+        }
+      }
+}
+
+TEST_CASE("ex3.2 the exact split for small cases", "[ex3.2]") {
+  // Recorded from the reference solution (shuffle off, so any seed and
+  // epoch): rank 0's indices first. The first case is the header's example
+  // with its order 0 1 ... 9.
+  SECTION("10 samples, 4 ranks") {
+    REQUIRE(every_rank(10, 4, false, 0, 0, false) ==
+            std::vector<std::vector<int64_t>>{{0, 4, 8}, {1, 5, 9}, {2, 6, 0}, {3, 7, 1}});
+    REQUIRE(every_rank(10, 4, false, 0, 0, true) ==
+            std::vector<std::vector<int64_t>>{{0, 4}, {1, 5}, {2, 6}, {3, 7}});
   }
-  SECTION("not divisible, padded: 10 samples on 4 ranks, 12 slots, the first two of the order again") {
-    std::vector<int64_t> slots(12);
-    for (int rank = 0; rank < 4; ++rank) {
-      const auto mine = as_vector(ch03::DistributedSampler(10, 4, rank, /*shuffle=*/false).indices());
-      REQUIRE(mine.size() == 3);
-      for (size_t k = 0; k < mine.size(); ++k) slots[static_cast<size_t>(rank) + 4 * k] = mine[k];
-    }
-    REQUIRE(slots == std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1});
+  SECTION("7 samples, 3 ranks") {
+    REQUIRE(every_rank(7, 3, false, 0, 0, false) ==
+            std::vector<std::vector<int64_t>>{{0, 3, 6}, {1, 4, 0}, {2, 5, 1}});
+    REQUIRE(every_rank(7, 3, false, 0, 0, true) == std::vector<std::vector<int64_t>>{{0, 3}, {1, 4}, {2, 5}});
   }
-  SECTION("not divisible, drop_last: the tail is dropped, nothing repeats") {
-    std::set<int64_t> seen;
-    for (int rank = 0; rank < 4; ++rank) {
-      const auto mine = as_vector(ch03::DistributedSampler(10, 4, rank, true, 1, /*drop_last=*/true).indices());
-      REQUIRE(mine.size() == 2);
-      for (int64_t i : mine) REQUIRE(seen.insert(i).second);
-    }
-    REQUIRE(seen.size() == 8);
+  SECTION("2 samples, 5 ranks: more ranks than samples") {
+    REQUIRE(every_rank(2, 5, false, 0, 0, false) == std::vector<std::vector<int64_t>>{{0}, {1}, {0}, {1}, {0}});
+    REQUIRE(every_rank(2, 5, false, 0, 0, true) == std::vector<std::vector<int64_t>>(5));
   }
 }
 
@@ -111,12 +147,18 @@ TEST_CASE("ex3.2 every rank draws the same permutation without communicating", "
   ch03::DistributedSampler sampler(n, comm->size(), comm->rank(), true, 11);
   sampler.set_epoch(4);
   const torch::Tensor all = comm->all_gather(sampler.indices());  // [ranks, num_samples]
-  // Interleave the shards back into the padded order: positions r, r + R, ...
-  const torch::Tensor order = all.t().reshape({-1});
-  auto generator = at::make_generator<at::CPUGeneratorImpl>(11 + 4);
-  const torch::Tensor perm = torch::randperm(n, generator, torch::kInt64);
-  REQUIRE(torch::equal(order.narrow(0, 0, n), perm));
-  REQUIRE(torch::equal(order.narrow(0, n, order.size(0) - n), perm.narrow(0, 0, order.size(0) - n)));
+  // What each process computed alone must be what this process computes
+  // for that rank, and together the processes must cover every sample.
+  const auto here = every_rank(n, comm->size(), true, 11, 4, false);
+  std::set<int64_t> seen;
+  for (int rank = 0; rank < comm->size(); ++rank) {
+    CAPTURE(rank);
+    INFO("the indices rank " << rank << " computed in its own process differ from the ones this process computes "
+         "for rank " << rank << " with the same seed and epoch");
+    REQUIRE(as_vector(all[rank].contiguous()) == here[static_cast<size_t>(rank)]);
+    for (int64_t i : here[static_cast<size_t>(rank)]) seen.insert(i);
+  }
+  REQUIRE(static_cast<int64_t>(seen.size()) == n);
 }
 
 TEST_CASE("ex3.2 the sampler gives what PyTorch's own DistributedSampler gives", "[ex3.2]") {

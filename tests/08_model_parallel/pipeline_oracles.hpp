@@ -1,10 +1,11 @@
 // pipeline_oracles.hpp — what Chapter 8's pipeline tests compare with: one
 // process training the whole FashionCNN with gradient accumulation over the
-// same micro-batches and the same dropout masks, and each schedule's order
-// of work written out from its definition.
+// same micro-batches and the same dropout masks, and what any schedule's
+// order of work and transfers must satisfy.
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -115,73 +116,123 @@ inline double stage_difference(ch08::PipelineStage& stage, workbook::FashionCNN&
   return most;
 }
 
-// What `stage` of `stages` does under each schedule, in order, written out
-// from its definition (StageStepStats::order's tokens).
-struct Order {
-  bool first, last;
-  std::vector<std::string> items;
-  void recv_forward(int64_t i) { if (!first) items.push_back(fmt::format("<F{}", i)); }
-  void forward(int64_t i) { items.push_back(fmt::format("F{}", i)); }
-  void send_forward(int64_t i) { if (!last) items.push_back(fmt::format("F{}>", i)); }
-  void recv_backward(int64_t i) { if (!last) items.push_back(fmt::format("<B{}", i)); }
-  void backward(int64_t i) { items.push_back(fmt::format("B{}", i)); }
-  void send_backward(int64_t i) { if (!first) items.push_back(fmt::format("B{}>", i)); }
+// One entry of StageStepStats::order, an exchange split into its two
+// transfers: `what` is "<F" (input received), "F" (forward), "F>" (output
+// sent), "<B" (output's gradient received), "B" (backward) or "B>" (input's
+// gradient sent); `micro` the micro-batch (-1: a gradient no backward used).
+struct Event {
+  std::string what;
+  int64_t micro = -1;
+  bool computation() const { return what == "F" || what == "B"; }
 };
 
-// GPipe: each micro-batch received, computed and passed on, then each
-// backward alike, in `backward_order` (empty: micro-batch order). Any order
-// of the backwards is GPipe's, provided every stage uses the same one.
-inline std::vector<std::string> gpipe_order(int stage, int stages, int64_t m, std::vector<int64_t> backward_order = {}) {
-  if (backward_order.empty())
-    for (int64_t i = 0; i < m; ++i) backward_order.push_back(i);
-  Order o{stage == 0, stage == stages - 1, {}};
-  for (int64_t i = 0; i < m; ++i) { o.recv_forward(i); o.forward(i); o.send_forward(i); }
-  for (const int64_t i : backward_order) { o.recv_backward(i); o.backward(i); o.send_backward(i); }
-  return o.items;
-}
-
-// 1F1B: a forward may start while the stage holds fewer than p - s
-// micro-batches; otherwise the oldest backward runs. The steady state's
-// transfers are exchanges: an output sent as the gradient of the oldest
-// comes back, a gradient sent as the next input comes in.
-inline std::vector<std::string> one_f_one_b_order(int stage, int stages, int64_t m) {
-  Order o{stage == 0, stage == stages - 1, {}};
-  const int64_t limit = stages - stage;
-  int64_t forwards = 0, backwards = 0;
-  bool input_here = false;  // the next forward's input arrived by an exchange
-  while (backwards < m) {
-    if (forwards < m && forwards - backwards < limit) {
-      if (!input_here) o.recv_forward(forwards);
-      o.forward(forwards);
-      input_here = false;
-      const bool backward_next = forwards + 1 - backwards == limit;  // the stage is full: the oldest goes back
-      if (backward_next && !o.last) {
-        o.items.push_back(fmt::format("F{}>|<B{}", forwards, backwards));
-      } else {
-        o.send_forward(forwards);
+inline std::vector<Event> events_of(const std::vector<std::string>& order) {
+  std::vector<Event> events;
+  for (const std::string& item : order) {
+    size_t start = 0;
+    while (start <= item.size()) {
+      const size_t bar = std::min(item.find('|', start), item.size());
+      std::string token = item.substr(start, bar - start);
+      Event e;
+      const bool in = !token.empty() && token.front() == '<', out = !token.empty() && token.back() == '>';
+      if (in) token.erase(0, 1);
+      if (out) token.pop_back();
+      if (!token.empty()) {
+        e.what = (in ? "<" : "") + token.substr(0, 1) + (out ? ">" : "");
+        const std::string digits = token.substr(1);
+        if (!digits.empty() && digits.find_first_not_of("0123456789") == std::string::npos) e.micro = std::stoll(digits);
       }
-      ++forwards;
-      if (backward_next) {
-        o.backward(backwards);
-        const bool forward_next = forwards < m;
-        if (forward_next && !o.first) {
-          o.items.push_back(fmt::format("B{}>|<F{}", backwards, forwards));
-          input_here = true;
-        } else if (forward_next) {
-          input_here = true;  // the first stage's images need no transfer
-        } else {
-          o.send_backward(backwards);
-        }
-        ++backwards;
-      }
-    } else {
-      o.recv_backward(backwards);
-      o.backward(backwards);
-      o.send_backward(backwards);
-      ++backwards;
+      events.push_back(e);
+      start = bar + 1;
     }
   }
-  return o.items;
+  return events;
+}
+
+// What a stage of a pipeline must do whatever its schedule, checked on its
+// order: every micro-batch's forward once, in micro-batch order, and its
+// backward once, after it; where there is a neighbour, each micro-batch's
+// transfer to or from it once, and none where there is not; the input a
+// computation uses received after the stage's previous computation,
+// and its result sent before the stage's next one. Empty when all hold,
+// otherwise what broke.
+inline std::string stage_order_problem(const std::vector<std::string>& order, bool first, bool last, int64_t m) {
+  const std::vector<Event> events = events_of(order);
+  int64_t forwards = 0;
+  std::vector<int> backwards(static_cast<size_t>(m), 0);
+  std::map<std::string, int> transfers;  // how often each named transfer appears
+  for (size_t k = 0; k < events.size(); ++k) {
+    const Event& e = events[k];
+    const std::string number = e.micro < 0 ? std::string("?") : std::to_string(e.micro);
+    const std::string name =
+        !e.what.empty() && e.what.back() == '>' ? e.what.substr(0, e.what.size() - 1) + number + ">" : e.what + number;
+    if (e.what == "F") {
+      if (e.micro != forwards) return fmt::format("forward {} ran where micro-batch {}'s forward was next: the forwards go in micro-batch order, each once", name, forwards);
+      ++forwards;
+    } else if (e.what == "B") {
+      if (e.micro < 0 || e.micro >= forwards) return fmt::format("{} ran before its micro-batch's forward", name);
+      if (++backwards[static_cast<size_t>(e.micro)] > 1) return fmt::format("{} ran twice", name);
+    } else if (e.what == "<F" || e.what == "B>") {
+      if (first) return fmt::format("the first stage has no previous stage, yet its order has {}", name);
+    } else if (e.what == "F>" || e.what == "<B") {
+      if (last) return fmt::format("the last stage has no next stage, yet its order has {}", name);
+    } else {
+      return fmt::format("entry {} of the order is not a transfer or a computation", k);
+    }
+    // A transfer next to its computation: the nearest computation after a
+    // receive is the one that uses it, the nearest before a send made it.
+    const bool receive = e.what.front() == '<', send = e.what.back() == '>' && !e.computation();
+    if ((receive || send) && e.micro >= 0 && ++transfers[name] > 1)
+      return fmt::format("{} appears more than once (a send is named after the stage's latest computation of its "
+                         "kind, a received gradient after the backward that used it): each micro-batch's input, "
+                         "output and their gradients cross a boundary once, next to the computation that uses or "
+                         "makes them", name);
+    if (receive || send) {
+      const std::string made_by = receive ? e.what.substr(1) : e.what.substr(0, 1);
+      std::string neighbour = "none";
+      if (receive) {
+        for (size_t n = k + 1; n < events.size(); ++n)
+          if (events[n].computation()) { neighbour = events[n].what + std::to_string(events[n].micro); break; }
+      } else {
+        for (size_t n = k; n-- > 0;)
+          if (events[n].computation()) { neighbour = events[n].what + std::to_string(events[n].micro); break; }
+      }
+      if (neighbour != made_by + std::to_string(e.micro))
+        return fmt::format("{} has {} as its nearest computation {}: {}", name, neighbour, receive ? "after it" : "before it",
+                           receive ? "an input is received after the stage's previous computation, just before the "
+                                     "computation that uses it (received earlier, the stage waits before work it could "
+                                     "already do)"
+                                   : "a result is sent before the stage's next computation (sent later, it holds up the "
+                                     "neighbour waiting for it)");
+    }
+  }
+  if (forwards != m) return fmt::format("{} forward(s) for {} micro-batches", forwards, m);
+  for (int64_t i = 0; i < m; ++i) {
+    if (backwards[static_cast<size_t>(i)] != 1) return fmt::format("micro-batch {} had no backward", i);
+    for (const char* what : {"<F", "F>", "<B", "B>"}) {
+      const std::string kind = what;
+      const bool has_neighbour = (kind == "<F" || kind == "B>") ? !first : !last;
+      const std::string name = kind.front() == '<' ? kind + std::to_string(i)
+                                                   : kind.substr(0, 1) + std::to_string(i) + ">";
+      if (has_neighbour && transfers[name] != 1)
+        return fmt::format("the order has no {}: with a neighbour on that side, every micro-batch's {} crosses the "
+                           "boundary", name,
+                           kind == "<F" ? "input" : kind == "F>" ? "output" : kind == "<B" ? "output's gradient"
+                                                                             : "input's gradient");
+    }
+  }
+  return "";
+}
+
+// The micro-batches of a stage's transfers of one kind ("<F", "F>", "<B",
+// "B>"), in order, in `m` slots (-2 past the last): for comparing with the
+// neighbours'.
+inline std::vector<double> transfers_of(const std::vector<std::string>& order, const std::string& what, int64_t m) {
+  std::vector<double> micros(static_cast<size_t>(m), -2.0);
+  size_t n = 0;
+  for (const Event& e : events_of(order))
+    if (e.what == what && n < micros.size()) micros[n++] = static_cast<double>(e.micro);
+  return micros;
 }
 
 // Steps a pipeline and the whole model side by side with Adam, `steps` steps
