@@ -16,6 +16,7 @@ StepPrediction predict_ddp_buckets(const Profile& profile, const Link& link, int
   double now_s = profile.forward_s();  // backward's clock: it starts at the last layer
   double link_free_s = 0.0;            // when the previous bucket's all-reduce ends
   int64_t bucket_bytes = 0;
+  double last_gradient_s = now_s;      // when the open bucket got its latest gradient
   auto all_reduce = [&](double ready_s) {
     const double seconds =
         collective_cost(Collective::AllReduce, Algorithm::Ring, bucket_bytes, ranks).seconds(link);
@@ -26,9 +27,12 @@ StepPrediction predict_ddp_buckets(const Profile& profile, const Link& link, int
   for (auto layer = profile.layers.rbegin(); layer != profile.layers.rend(); ++layer) {
     now_s += layer->backward_s;
     bucket_bytes += layer->parameters * profile.bytes_per_parameter;
+    if (layer->parameters > 0) last_gradient_s = now_s;
     if (bucket_bytes >= bucket_cap_bytes) all_reduce(now_s);
   }
-  if (bucket_bytes > 0) all_reduce(now_s);
+  // A layer without parameters adds no gradient: the last bucket is ready at
+  // its latest gradient, before the end of backward if such layers come first.
+  if (bucket_bytes > 0) all_reduce(last_gradient_s);
   prediction.exposed_s = std::max(0.0, link_free_s - backward_ends_s);
   // END SOLUTION
   return prediction;

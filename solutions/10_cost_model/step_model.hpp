@@ -56,8 +56,9 @@ StepPrediction predict_ddp_after_backward(const Profile& profile, const Link& li
 // ---- ex10.4 -------------------------------------------------------------------
 // DDP with buckets (Chapter 4's reducer): walking the layers from the last
 // to the first, a bucket closes once it holds at least `bucket_cap_bytes`
-// of gradients. A bucket is ready when backward has computed the gradients
-// of its earliest layer (backward runs from the last layer to the first);
+// of gradients. A bucket is ready when backward has computed the last of
+// its gradients (backward runs from the last layer to the first; a layer
+// without parameters has none);
 // its ring all-reduce starts when it is ready and the previous bucket's
 // all-reduce has finished (one link: they go one after another), and the
 // optimizer steps once the last one has finished and backward is over.

@@ -130,3 +130,63 @@ TEST_CASE("ex7.5 between steps a rank holds only shards; at most one layer is wh
   INFO("no parameter keeps a full .grad after the step");
   for (const torch::Tensor& p : model->parameters()) REQUIRE(!p.grad().defined());
 }
+
+namespace {
+
+// flatten → fc(784→12) → ReLU → fc(12→10), cut into four layers: the first
+// and the third have no parameters.
+struct LayersWithoutParameters : workbook::Classifier {
+  LayersWithoutParameters() {
+    fc1 = register_module("fc1", torch::nn::Linear(784, 12));
+    fc2 = register_module("fc2", torch::nn::Linear(12, 10));
+  }
+  torch::Tensor forward(torch::Tensor images) override {
+    return fc2->forward(torch::relu(fc1->forward(images.reshape({images.size(0), -1}))));
+  }
+  std::shared_ptr<workbook::Classifier> fresh() const override {
+    return std::make_shared<LayersWithoutParameters>();
+  }
+  std::vector<ch07::Layer> layers() {
+    return {{"flatten", {}, [](const torch::Tensor& x) { return x.reshape({x.size(0), -1}); }},
+            {"fc1", fc1->parameters(), [this](const torch::Tensor& x) { return fc1->forward(x); }},
+            {"relu", {}, [](const torch::Tensor& x) { return torch::relu(x); }},
+            {"fc2", fc2->parameters(), [this](const torch::Tensor& x) { return fc2->forward(x); }}};
+  }
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+};
+
+void train_steps(workbook::Classifier& model, ch07::Sharding& sharding, const sharding_oracle::Batches& batches,
+                 workbook::Communicator& comm) {
+  for (size_t s = 0; s < batches.images.size(); ++s) {
+    const int64_t local = batches.images[s].size(0) / comm.size();
+    sharding.zero_grad();
+    torch::nn::functional::cross_entropy(sharding.forward(model, batches.images[s].narrow(0, comm.rank() * local, local)),
+                                         batches.labels[s].narrow(0, comm.rank() * local, local))
+        .backward();
+    sharding.step();
+  }
+}
+
+}  // namespace
+
+TEST_CASE("ex7.5 layers without parameters (first and in between) run in order and train as DDP does",
+          "[ex7.5][np3]") {
+  auto comm = mpi_test::communicator();
+  const auto batches = sharding_oracle::global_batches(3, 4 * comm->size());
+  torch::manual_seed(5);
+  auto ddp_model = std::make_shared<LayersWithoutParameters>();
+  torch::manual_seed(5);
+  auto model = std::make_shared<LayersWithoutParameters>();
+  ch07::ReplicatedOptimizer ddp(*ddp_model, *comm, ch07::adam(1e-2));
+  train_steps(*ddp_model, ddp, batches, *comm);
+  ch07::ShardingOptions options = sharding_oracle::oracle_partition();
+  options.layers = model->layers();
+  ch07::ParameterSharding stage3(*model, model->layers(), *comm, ch07::adam(1e-2), options);
+  train_steps(*model, stage3, batches, *comm);
+  stage3.gather_full();
+  const double difference = sharding_oracle::difference_on_all_ranks(*model, *ddp_model, *comm);
+  INFO(comm->size() << " ranks, four layers of which the first and the third have no parameters: after 3 steps "
+                    << "the largest difference from Chapter 3's DDP is " << difference
+                    << " (required: below 1e-6).");
+  REQUIRE(mpi_test::all_ranks(difference < 1e-6));
+}

@@ -51,3 +51,39 @@ TEST_CASE("ex10.4 the best cap is one the model can tell apart from the others",
   for (int64_t cap : {int64_t{1}, int64_t{2000000}, int64_t{3000000}, int64_t{7000000}})
     REQUIRE(best_s <= ch10::predict_ddp_buckets(step_profiles::uneven(), kLink, 2, cap).total_s() + 1e-15);
 }
+
+namespace {
+
+// Layers without parameters at both ends and in between (forward order):
+// the first takes 2 ms of backward.
+ch10::Profile ends_without_parameters() {
+  ch10::Profile profile;
+  profile.layers = {{"flatten", 0.2e-3, 2e-3, 0},
+                    {"fc1", 1e-3, 1e-3, 500000},
+                    {"relu", 0.1e-3, 0.1e-3, 0},
+                    {"fc2", 1e-3, 1e-3, 250000},
+                    {"softmax", 0.1e-3, 0.5e-3, 0}};
+  profile.optimizer_s = 1e-3;
+  return profile;
+}
+
+}  // namespace
+
+TEST_CASE("ex10.4 layers without parameters first in forward and in backward order: each bucket is ready with its "
+          "last gradient",
+          "[ex10.4]") {
+  // Recorded from the reference solution; any correct implementation gives
+  // these to within 1e-9 (relative).
+  struct Case {
+    int ranks;
+    int64_t cap;
+    double communication_s, exposed_s;
+  };
+  for (const Case& c : {Case{2, 1, 3.4e-3, 0.3e-3}, Case{2, int64_t{1} << 40, 3.2e-3, 1.2e-3}, Case{4, 1, 5.7e-3, 2.6e-3}}) {
+    const ch10::StepPrediction p = ch10::predict_ddp_buckets(ends_without_parameters(), kLink, c.ranks, c.cap);
+    CAPTURE(c.ranks, c.cap, p.compute_s, p.communication_s, p.exposed_s);
+    REQUIRE(p.compute_s == Approx(8.0e-3).epsilon(1e-9));
+    REQUIRE(p.communication_s == Approx(c.communication_s).epsilon(1e-9));
+    REQUIRE(p.exposed_s == Approx(c.exposed_s).epsilon(1e-9));
+  }
+}
