@@ -18,25 +18,7 @@ Partition partition_parameters(const std::vector<int64_t>& parameter_sizes, int 
   Partition partition;
   partition.world_size = world_size;
   partition.rank = rank;
-  // BEGIN SOLUTION ex7.1
-  for (int64_t size : parameter_sizes) {
-    partition.offsets.push_back(partition.numel);
-    partition.sizes.push_back(size);
-    partition.numel += size;
-  }
-  // Padding makes every shard the same length: what reduce-scatter and
-  // all-gather need (every rank's chunk has one count).
-  partition.shard_numel = (partition.numel + world_size - 1) / world_size;
-  partition.padded_numel = partition.shard_numel * world_size;
-  // The runs of parameters inside [begin, end): a parameter that starts
-  // before the shard or ends after it contributes only its overlap.
-  const int64_t begin = partition.shard_begin(), end = begin + partition.shard_numel;
-  for (size_t i = 0; i < parameter_sizes.size(); ++i) {
-    const int64_t first = std::max(begin, partition.offsets[i]);
-    const int64_t last = std::min(end, partition.offsets[i] + partition.sizes[i]);
-    if (first < last) partition.pieces.push_back({i, first - partition.offsets[i], first - begin, last - first});
-  }
-  // END SOLUTION
+  WB_NOT_IMPLEMENTED("ex7.1");  // TODO(ex7.1): your code here
   return partition;
 }
 

@@ -89,30 +89,11 @@ void GradientSharding::gradient_ready(size_t bucket, size_t index, const torch::
   WB_ASSERT(bucket < buckets_.size() && index < buckets_[bucket]->parameters().size(), "no parameter ({}, {})",
             bucket, index);
   WB_ASSERT(missing_[bucket] > 0, "bucket {} got more gradients than it has parameters", bucket);
-  // BEGIN SOLUTION ex7.3
-  const Partition& partition = buckets_[bucket]->partition();
-  if (!buffers_[bucket].defined()) buffers_[bucket] = torch::zeros_like(buckets_[bucket]->flat());
-  buffers_[bucket].narrow(0, partition.offsets[index], partition.sizes[index]).copy_(gradient.reshape({-1}));
-  --missing_[bucket];
-  // In index order, on every rank: bucket b waits for 0..b-1, so every rank
-  // makes the same collective calls in the same order.
-  while (next_to_reduce_ < buckets_.size() && missing_[next_to_reduce_] == 0) {
-    reduce_bucket(next_to_reduce_);
-    ++reduced_from_hooks_;
-  }
-  // END SOLUTION
+  WB_NOT_IMPLEMENTED("ex7.3");  // TODO(ex7.3): your code here
 }
 
 void GradientSharding::step() {
-  // BEGIN SOLUTION ex7.3
-  // Buckets still waiting (a parameter got no gradient): zeros where nothing arrived.
-  while (next_to_reduce_ < buckets_.size()) reduce_bucket(next_to_reduce_);
-  step_optimizer(comm_);
-  for (auto& bucket : buckets_) {
-    const torch::Tensor mine = bucket->shard().clone();
-    comm_.all_gather(mine, bucket->flat());
-  }
-  // END SOLUTION
+  WB_NOT_IMPLEMENTED("ex7.3");  // TODO(ex7.3): your code here
   zero_grad();  // the .grad of the last bucket's last parameter
   start_next_step();
 }

@@ -120,48 +120,19 @@ void ParameterSharding::finish_layers_after(int64_t l) {
 }
 
 torch::Tensor ParameterSharding::forward(workbook::Classifier& model, const torch::Tensor& images) {
-  // BEGIN SOLUTION ex7.5
-  torch::Tensor x = images;
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    gather(l);
-    x = layers_[l].forward(x);
-    release(l);  // only this rank's shard of the layer stays
-    // Backward reaches this hook just before the layer's own backward, which
-    // needs its weights again. The layers after it are done: reduce and
-    // release them first (Note [one order of collectives]), so that one
-    // layer at a time is whole.
-    if (x.requires_grad())
-      x.register_hook([this, l](const torch::Tensor&) {
-        finish_layers_after(static_cast<int64_t>(l));
-        gather(l);
-      });
-  }
-  return x;
-  // END SOLUTION
+  WB_NOT_IMPLEMENTED("ex7.5");  // TODO(ex7.5): your code here
 }
 
 void ParameterSharding::gradient_ready(size_t layer, size_t index, const torch::Tensor& gradient) {
   WB_ASSERT(layer < groups_.size() && groups_[layer] && index < groups_[layer]->parameters().size(),
             "no parameter ({}, {})", layer, index);
   WB_ASSERT(static_cast<int64_t>(layer) <= unfinished_, "a gradient for layer {}, already reduced", layer);
-  // BEGIN SOLUTION ex7.5
-  const Partition& partition = groups_[layer]->partition();
-  if (!buffers_[layer].defined())
-    buffers_[layer] = torch::zeros({partition.padded_numel}, groups_[layer]->kept().options());
-  buffers_[layer].narrow(0, partition.offsets[index], partition.sizes[index]).copy_(gradient.reshape({-1}));
-  // END SOLUTION
+  WB_NOT_IMPLEMENTED("ex7.5");  // TODO(ex7.5): your code here
 }
 
 void ParameterSharding::step() {
   in_step_ = true;
-  // BEGIN SOLUTION ex7.5
-  // The first layer (and any a rank's backward did not reach): zeros where
-  // no gradient came.
-  finish_layers_after(-1);
-  // The optimizer steps kept(): the next forward's all-gathers carry the
-  // new values, so there is no all-gather here.
-  step_optimizer(comm_);
-  // END SOLUTION
+  WB_NOT_IMPLEMENTED("ex7.5");  // TODO(ex7.5): your code here
   in_step_ = false;
   zero_grad();
   start_next_step();
