@@ -1,4 +1,4 @@
-// buckets.cpp — ex10.4: DDP's buckets on a timeline: when each is ready,
+// buckets.cpp — ex10.5: DDP's buckets on a timeline: when each is ready,
 // when the link has it done, and what of it the step waits for.
 #include <algorithm>
 
@@ -11,7 +11,7 @@ StepPrediction predict_ddp_buckets(const Profile& profile, const Link& link, int
   WB_CHECK(bucket_cap_bytes > 0, "predict_ddp_buckets: a cap of {} bytes", bucket_cap_bytes);
   StepPrediction prediction;
   prediction.compute_s = profile.forward_s() + profile.backward_s() + profile.optimizer_s;
-  WB_NOT_IMPLEMENTED("ex10.4");  // TODO(ex10.4): your code here
+  WB_NOT_IMPLEMENTED("ex10.5");  // TODO(ex10.5): your code here
   return prediction;
 }
 

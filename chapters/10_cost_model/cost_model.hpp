@@ -5,10 +5,10 @@
 // anything runs, and held against what the emulated cluster measures.
 //
 //   ex10.1  fit_link          α and β from ping-pong timings, least squares
-//   ex10.2  collective_cost   a collective's cost in α's and bytes: ring,
+//   ex10.4  collective_cost   a collective's cost in α's and bytes: ring,
 //                             recursive doubling, Rabenseifner, binomial tree
-//   ex10.3  (simulator.hpp)   an event simulator that runs Chapter 4's ring
-//   ex10.4  (step_model.hpp)  a training step's time, per layout
+//   ex10.2  (simulator.hpp)   an event simulator that runs Chapter 4's ring
+//   ex10.5  (step_model.hpp)  a training step's time, per layout
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -45,11 +45,11 @@ struct Timing {
 // negative α says the timings are not a line, which the caller should see).
 Link fit_link(const std::vector<Timing>& timings);
 
-// ---- ex10.2 -------------------------------------------------------------------
+// ---- ex10.4 -------------------------------------------------------------------
 enum class Collective { AllReduce, ReduceScatter, AllGather, Broadcast };
-enum class Algorithm { Ring, RecursiveDoubling, Rabenseifner, BinomialTree };
+enum class Algorithm { Ring, RecursiveDoubling, Rabenseifner, BinomialTree, ScatterAllGather };
 const char* collective_name(Collective collective);
-const char* algorithm_name(Algorithm algorithm);  // "ring", "recursive_doubling", "rabenseifner", "binomial_tree"
+const char* algorithm_name(Algorithm algorithm);  // "ring", ..., "scatter_all_gather"
 std::optional<Algorithm> algorithm_named(const std::string& name);
 
 // A collective's cost in the α–β model, kept as its two terms (so that the
@@ -64,20 +64,21 @@ struct Cost {
 // The cost of `collective` by `algorithm` on `ranks` ranks for a buffer of
 // `bytes` bytes (the whole buffer each rank holds: for reduce-scatter the
 // input, for all-gather the output), as its two terms: the α's on the
-// critical path and the bytes one rank's critical path carries. The pairs:
+// critical path and the bytes one rank's critical path carries. The pairs
+// are the programs of ex10.3 and Chapter 4:
 //
 //   ring                 reduce-scatter, all-gather, all-reduce (Chapter 4's)
-//   recursive doubling   all-reduce: whole buffers exchanged with partners
-//                        at doubling distances
-//   Rabenseifner         all-reduce: a reduce-scatter by recursive halving,
-//                        then an all-gather back through the same rounds
-//   binomial tree        broadcast: every rank that holds the buffer sends
-//                        it whole to one that does not
+//   recursive doubling   all-reduce
+//   Rabenseifner         all-reduce
+//   binomial tree        broadcast
+//   scatter_all_gather   broadcast (the scatter as your ex10.3 sends it)
 //
 // Recursive doubling and Rabenseifner need p a power of two (Open MPI's
 // versions fold the others into one: a UserError here). One rank costs
 // nothing. Any other pair is a UserError naming both. The closed forms are
-// the exercise: simulate() (simulator.hpp) times each schedule, at any p.
+// the exercise: simulate() times each program at any p, on a link that
+// counts only messages (α = 1 s, β = 0) or only bytes (α = 0, β = 1 s per
+// byte); find the expression in p and n that every p agrees with.
 Cost collective_cost(Collective collective, Algorithm algorithm, int64_t bytes, int ranks);
 
 // Given: the size in bytes at which `first` and `second` cost the same on

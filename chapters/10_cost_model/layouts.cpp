@@ -1,4 +1,4 @@
-// layouts.cpp — ex10.5: ZeRO's stages, a pipeline of equal stages, tensor parallel.
+// layouts.cpp — ex10.6: ZeRO's stages, a pipeline of equal stages, tensor parallel.
 #include <algorithm>
 
 #include "step_model.hpp"
@@ -9,7 +9,7 @@ namespace ch10 {
 StepPrediction predict_zero(int stage, const Profile& profile, const Link& link, int ranks) {
   WB_CHECK(stage >= 1 && stage <= 3, "predict_zero: stage {} (1, 2 or 3)", stage);
   StepPrediction prediction;
-  WB_NOT_IMPLEMENTED("ex10.5");  // TODO(ex10.5): your code here
+  WB_NOT_IMPLEMENTED("ex10.6");  // TODO(ex10.6): your code here
   return prediction;
 }
 
@@ -18,7 +18,7 @@ StepPrediction predict_pipeline(const Profile& profile, const Link& link, int st
   WB_CHECK(stages >= 1 && micro_batches >= 1, "predict_pipeline: {} stage(s), {} micro-batch(es)", stages,
            micro_batches);
   StepPrediction prediction;
-  WB_NOT_IMPLEMENTED("ex10.5");  // TODO(ex10.5): your code here
+  WB_NOT_IMPLEMENTED("ex10.6");  // TODO(ex10.6): your code here
   return prediction;
 }
 
@@ -26,7 +26,7 @@ StepPrediction predict_tensor_parallel(const Profile& profile, const Link& link,
                                        int64_t activation_bytes) {
   WB_CHECK(ranks >= 1 && pairs >= 0, "predict_tensor_parallel: {} rank(s), {} pair(s)", ranks, pairs);
   StepPrediction prediction;
-  WB_NOT_IMPLEMENTED("ex10.5");  // TODO(ex10.5): your code here
+  WB_NOT_IMPLEMENTED("ex10.6");  // TODO(ex10.6): your code here
   return prediction;
 }
 

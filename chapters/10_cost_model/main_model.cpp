@@ -13,21 +13,21 @@
 //              α + n·β fitted to them (ex10.1)
 //   allreduce  the all-reduce of 4 bytes to --max-bytes, each size timed
 //              (the slowest rank, median over repeats) and predicted by
-//              ex10.2's closed form on the fitted link. ring,
+//              ex10.4's closed form on the fitted link. ring,
 //              recursive_doubling, rabenseifner: Open MPI's own all-reduce,
 //              made to use that algorithm (Note [making Open MPI use one
 //              algorithm]); workbook_ring: Chapter 4's ring
 //   steps      Chapter 9's BlockMlp of equal blocks: the time of each layer's
 //              forward and backward and of Adam's step, measured on every
-//              rank at once, then each layout's step predicted (ex10.4,
-//              ex10.5) and measured: DDP after backward, DDP with buckets
+//              rank at once, then each layout's step predicted (ex10.5,
+//              ex10.6) and measured: DDP after backward, DDP with buckets
 //              (the best cap and others), ZeRO stages 1 to 3
 //   pipeline   equal blocks (equal_blocks.hpp) in as many equal stages as
 //              ranks, GPipe and 1F1B with 1, 2, 4 and 8 micro-batches: each
-//              step predicted (ex10.5) and measured, and its measured idle
+//              step predicted (ex10.6) and measured, and its measured idle
 //              share held against (p − 1)/(m + p − 1)
 //   tensor     the same blocks split over every rank (Chapter 8's layers):
-//              the step predicted (ex10.5) and measured
+//              the step predicted (ex10.6) and measured
 // Without --alpha and --beta, every measurement but link fits the link first.
 // Rank 0 writes {"type": "model", "kind": ..., "predicted": s, "measured": s}
 // lines to --json; `workbook model` adds the nodes and the link.

@@ -47,7 +47,7 @@ struct StepPrediction {
 // the whole backward pass; nothing overlaps.
 StepPrediction predict_ddp_after_backward(const Profile& profile, const Link& link, int ranks);
 
-// ---- ex10.4 -------------------------------------------------------------------
+// ---- ex10.5 -------------------------------------------------------------------
 // DDP with buckets (Chapter 4's reducer): walking the layers from the last
 // to the first, a bucket closes once it holds at least `bucket_cap_bytes`
 // of gradients. A bucket is ready when backward has computed the last of
@@ -63,8 +63,8 @@ StepPrediction predict_ddp_buckets(const Profile& profile, const Link& link, int
 // layer's end, so no other cap gives different buckets.
 int64_t best_bucket_bytes(const Profile& profile, const Link& link, int ranks);
 
-// ---- ex10.5 -------------------------------------------------------------------
-// ZeRO (Chapter 7), stage 1, 2 or 3, with ring collectives (ex10.2) and no
+// ---- ex10.6 -------------------------------------------------------------------
+// ZeRO (Chapter 7), stage 1, 2 or 3, with ring collectives (ex10.4) and no
 // overlap. Stages 1 and 2 are modelled alike, as OptimizerStateSharding
 // (ex7.2) runs a step (the model leaves stage 2's buckets out); stage 3 as
 // ParameterSharding (ex7.5) runs it, layer by layer. Each collective pays

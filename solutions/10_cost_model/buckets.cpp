@@ -1,4 +1,4 @@
-// buckets.cpp — ex10.4: DDP's buckets on a timeline: when each is ready,
+// buckets.cpp — ex10.5: DDP's buckets on a timeline: when each is ready,
 // when the link has it done, and what of it the step waits for.
 #include <algorithm>
 
@@ -11,7 +11,7 @@ StepPrediction predict_ddp_buckets(const Profile& profile, const Link& link, int
   WB_CHECK(bucket_cap_bytes > 0, "predict_ddp_buckets: a cap of {} bytes", bucket_cap_bytes);
   StepPrediction prediction;
   prediction.compute_s = profile.forward_s() + profile.backward_s() + profile.optimizer_s;
-  // BEGIN SOLUTION ex10.4
+  // BEGIN SOLUTION ex10.5
   const double backward_ends_s = profile.forward_s() + profile.backward_s();
   double now_s = profile.forward_s();  // backward's clock: it starts at the last layer
   double link_free_s = 0.0;            // when the previous bucket's all-reduce ends

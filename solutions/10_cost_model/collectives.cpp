@@ -1,4 +1,4 @@
-// collectives.cpp — ex10.2: the closed forms of the collectives' costs.
+// collectives.cpp — ex10.4: the closed forms of the collectives' costs.
 #include <cmath>
 
 #include "cost_model.hpp"
@@ -22,12 +22,14 @@ const char* algorithm_name(Algorithm algorithm) {
     case Algorithm::RecursiveDoubling: return "recursive_doubling";
     case Algorithm::Rabenseifner: return "rabenseifner";
     case Algorithm::BinomialTree: return "binomial_tree";
+    case Algorithm::ScatterAllGather: return "scatter_all_gather";
   }
   return "?";
 }
 
 std::optional<Algorithm> algorithm_named(const std::string& name) {
-  for (Algorithm a : {Algorithm::Ring, Algorithm::RecursiveDoubling, Algorithm::Rabenseifner, Algorithm::BinomialTree})
+  for (Algorithm a : {Algorithm::Ring, Algorithm::RecursiveDoubling, Algorithm::Rabenseifner, Algorithm::BinomialTree,
+                      Algorithm::ScatterAllGather})
     if (name == algorithm_name(a)) return a;
   return std::nullopt;
 }
@@ -40,7 +42,7 @@ Cost collective_cost(Collective collective, Algorithm algorithm, int64_t bytes, 
            "{} by {} needs a power of two ranks, not {}", collective_name(collective), algorithm_name(algorithm), ranks);
   if (ranks == 1) return {};
   Cost cost;
-  // BEGIN SOLUTION ex10.2
+  // BEGIN SOLUTION ex10.4
   const double p = ranks, n = static_cast<double>(bytes);
   const double log2p = std::ceil(std::log2(p));
   const bool ring = algorithm == Algorithm::Ring;
@@ -60,6 +62,11 @@ Cost collective_cost(Collective collective, Algorithm algorithm, int64_t bytes, 
   } else if (algorithm == Algorithm::BinomialTree && collective == Collective::Broadcast) {
     // ⌈log₂p⌉ rounds; in each, every rank that has the buffer sends all of it.
     cost = {log2p, log2p * n};
+  } else if (algorithm == Algorithm::ScatterAllGather && collective == Collective::Broadcast) {
+    // The scatter down the tree: ⌈log₂p⌉ messages deep, (p−1)/p·n through
+    // the root's link; then the ring's all-gather: p − 1 steps of n/p. The
+    // ring cannot finish before the last piece has gone round it.
+    cost = {log2p + p - 1, 2 * (p - 1) / p * n};
   } else {
     WB_CHECK(false, "no closed form for {} by {} here", collective_name(collective), algorithm_name(algorithm));
   }

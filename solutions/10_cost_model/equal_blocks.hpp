@@ -9,7 +9,7 @@
 // [s·L/p, (s+1)·L/p): every stage does the same work. Tensor parallel over
 // T ranks splits every block: up column-parallel, down row-parallel
 // (Chapter 8's layers); an [N, W] activation goes into and out of each block.
-// BEGIN SOLUTION NOTE ex10.5
+// BEGIN SOLUTION NOTE ex10.6
 // Each rank computes 1/T of every block, and each block all-reduces an
 // [N, W] activation once in forward (g, after down) and once in backward
 // (f, before up).

@@ -1,4 +1,4 @@
-// event_clock.cpp — ex10.3: when a message leaves, when it arrives, and
+// event_clock.cpp — ex10.2: when a message leaves, when it arrives, and
 // what waiting for it does to a rank's clock.
 #include <algorithm>
 
@@ -10,7 +10,7 @@ namespace ch10 {
 double send_message(RankClock& sender, double bytes, const Link& link) {
   WB_ASSERT(bytes >= 0, "send_message: {} bytes", bytes);
   double arrival_s = 0.0;
-  // BEGIN SOLUTION ex10.3
+  // BEGIN SOLUTION ex10.2
   const double leaves_s = std::max(sender.now_s, sender.link_free_s);
   arrival_s = leaves_s + link.seconds(bytes);
   sender.link_free_s = arrival_s;
@@ -19,7 +19,7 @@ double send_message(RankClock& sender, double bytes, const Link& link) {
 }
 
 void receive_message(RankClock& receiver, double arrival_s) {
-  // BEGIN SOLUTION ex10.3
+  // BEGIN SOLUTION ex10.2
   receiver.now_s = std::max(receiver.now_s, arrival_s);
   // END SOLUTION
 }

@@ -1,4 +1,4 @@
-// layouts.cpp — ex10.5: ZeRO's stages, a pipeline of equal stages, tensor parallel.
+// layouts.cpp — ex10.6: ZeRO's stages, a pipeline of equal stages, tensor parallel.
 #include <algorithm>
 
 #include "step_model.hpp"
@@ -9,7 +9,7 @@ namespace ch10 {
 StepPrediction predict_zero(int stage, const Profile& profile, const Link& link, int ranks) {
   WB_CHECK(stage >= 1 && stage <= 3, "predict_zero: stage {} (1, 2 or 3)", stage);
   StepPrediction prediction;
-  // BEGIN SOLUTION ex10.5
+  // BEGIN SOLUTION ex10.6
   prediction.compute_s = profile.forward_s() + profile.backward_s() + profile.optimizer_s / ranks;
   auto ring = [&](Collective collective, int64_t parameters) {
     return collective_cost(collective, Algorithm::Ring, parameters * profile.bytes_per_parameter, ranks)
@@ -34,7 +34,7 @@ StepPrediction predict_pipeline(const Profile& profile, const Link& link, int st
   WB_CHECK(stages >= 1 && micro_batches >= 1, "predict_pipeline: {} stage(s), {} micro-batch(es)", stages,
            micro_batches);
   StepPrediction prediction;
-  // BEGIN SOLUTION ex10.5
+  // BEGIN SOLUTION ex10.6
   const double p = stages, m = micro_batches;
   // One micro-batch's forward, and its backward, on one stage: 1/(p·m) of the model's.
   const double forward_s = profile.forward_s() / (p * m), backward_s = profile.backward_s() / (p * m);
@@ -54,7 +54,7 @@ StepPrediction predict_tensor_parallel(const Profile& profile, const Link& link,
                                        int64_t activation_bytes) {
   WB_CHECK(ranks >= 1 && pairs >= 0, "predict_tensor_parallel: {} rank(s), {} pair(s)", ranks, pairs);
   StepPrediction prediction;
-  // BEGIN SOLUTION ex10.5
+  // BEGIN SOLUTION ex10.6
   prediction.compute_s = (profile.forward_s() + profile.backward_s() + profile.optimizer_s) / ranks;
   // Two all-reduces per pair, one in each direction, each its own α's.
   const double all_reduce_s =

@@ -129,7 +129,7 @@ ch10::Link measure_link(workbook::Program& program, bool quick) {
 // model charges: the ring for all-gather and all-reduce, recursive halving
 // for MPI_Reduce_scatter_block (Open MPI has no ring for it). Left to
 // itself, Open MPI 4 reduce-scatters by a reduce to one rank and a scatter.
-// BEGIN SOLUTION NOTE ex10.2
+// BEGIN SOLUTION NOTE ex10.4
 // Recursive halving moves the ring's bytes, in fewer steps; a reduce and a
 // scatter move twice as many.
 // END SOLUTION NOTE

@@ -2,7 +2,7 @@
 // every simulated rank is a thread with a Communicator of its own whose
 // messages carry the data and are charged α + n·β of simulated time. So
 // Chapter 4's ring, unchanged, reports what it would cost on a link, and
-// the closed form of ex10.2 can be checked against the schedule the ring
+// the closed form of ex10.4 can be checked against the schedule the ring
 // actually follows.
 //
 //        rank 0                rank 1              (simulated seconds →)
@@ -25,7 +25,7 @@ struct RankClock {
   double link_free_s = 0.0;  // when its outgoing link has finished every message handed to it
 };
 
-// ---- ex10.3 -------------------------------------------------------------------
+// ---- ex10.2 -------------------------------------------------------------------
 // The world the two clocks describe: a program hands a message to its link
 // when it reaches the send (it cannot send what it has not yet computed or
 // received); a link carries one message at a time, in the order they were
@@ -36,14 +36,14 @@ struct RankClock {
 // message has arrived, and leaves `sender`'s clocks true. The sender's
 // program does not wait here (a blocking send or an exchange's wait(), in
 // the given code, says when it may use the buffer again).
-// BEGIN SOLUTION NOTE ex10.3
+// BEGIN SOLUTION NOTE ex10.2
 // In clocks: it leaves at max(now, link free) and holds the link until it
 // arrives; now_s does not move.
 // END SOLUTION NOTE
 double send_message(RankClock& sender, double bytes, const Link& link);
 // `receiver`'s program takes a message that arrives at `arrival_s`; its
 // clock afterwards says where its program is.
-// BEGIN SOLUTION NOTE ex10.3
+// BEGIN SOLUTION NOTE ex10.2
 // In clocks: now = max(now, arrival).
 // END SOLUTION NOTE
 void receive_message(RankClock& receiver, double arrival_s);
@@ -58,7 +58,7 @@ struct SimulatedRun {
 // Note: [a simulator that runs the real schedule]
 // simulate() runs `body` on `ranks` threads, each with a Communicator
 // (rank r of `ranks`) whose point-to-point calls move the tensors between
-// the threads and time them with ex10.3's two functions:
+// the threads and time them with ex10.2's two functions:
 //   send(t, to)                   the message leaves; the call returns when it has arrived
 //   recv(t, from)                 waits for the next message from `from`
 //   start_exchange(s, to, r, from) s leaves at once; wait(): both have arrived

@@ -1,5 +1,5 @@
 // step_model.cpp — the profile's sums, DDP after backward and the best
-// bucket (given); ex10.4's buckets and ex10.5's ZeRO and pipeline are in
+// bucket (given); ex10.5's buckets and ex10.6's ZeRO and pipeline are in
 // buckets.cpp and layouts.cpp.
 #include "step_model.hpp"
 

@@ -7,7 +7,7 @@
 //   ZeRO 1, 2, 3         Chapter 7's collectives, none overlapped
 //   pipeline (GPipe, 1F1B) m micro-batches through p equal stages and the p − 1 links between them
 //   tensor parallel      per pair of layers: Chapter 8's f and g, none overlapped
-// BEGIN SOLUTION NOTE ex10.5
+// BEGIN SOLUTION NOTE ex10.6
 //   ZeRO 1, 2            forward ─ backward ─ reduce-scatter ─ step(shard) ─ all-gather
 //   ZeRO 3               per layer: all-gather ─ forward ... all-gather ─ backward ─ reduce-scatter
 //   pipeline             (m + p − 1) slots of one micro-batch's forward and backward on one stage, free link
@@ -53,7 +53,7 @@ struct StepPrediction {
 // the whole backward pass; nothing overlaps.
 StepPrediction predict_ddp_after_backward(const Profile& profile, const Link& link, int ranks);
 
-// ---- ex10.4 -------------------------------------------------------------------
+// ---- ex10.5 -------------------------------------------------------------------
 // DDP with buckets (Chapter 4's reducer): walking the layers from the last
 // to the first, a bucket closes once it holds at least `bucket_cap_bytes`
 // of gradients. A bucket is ready when backward has computed the last of
@@ -69,13 +69,13 @@ StepPrediction predict_ddp_buckets(const Profile& profile, const Link& link, int
 // layer's end, so no other cap gives different buckets.
 int64_t best_bucket_bytes(const Profile& profile, const Link& link, int ranks);
 
-// ---- ex10.5 -------------------------------------------------------------------
-// ZeRO (Chapter 7), stage 1, 2 or 3, with ring collectives (ex10.2) and no
+// ---- ex10.6 -------------------------------------------------------------------
+// ZeRO (Chapter 7), stage 1, 2 or 3, with ring collectives (ex10.4) and no
 // overlap. Stages 1 and 2 are modelled alike, as OptimizerStateSharding
 // (ex7.2) runs a step (the model leaves stage 2's buckets out); stage 3 as
 // ParameterSharding (ex7.5) runs it, layer by layer. Each collective pays
 // its own α's; the optimizer is charged what one rank of it runs.
-// BEGIN SOLUTION NOTE ex10.5
+// BEGIN SOLUTION NOTE ex10.6
 // Stages 1 and 2: a reduce-scatter of the gradients and an all-gather of the
 // parameters, each of every parameter's bytes, after backward; each rank
 // steps the optimizer on 1/p of them. Stage 3: per layer, an all-gather of
@@ -97,7 +97,7 @@ StepPrediction predict_zero(int stage, const Profile& profile, const Link& link,
 // compute_s is what one stage computes (its micro-batches and its share of
 // the optimizer); communication_s the messages' time on one link per step,
 // an activation forward and its gradient back per micro-batch.
-// BEGIN SOLUTION NOTE ex10.5
+// BEGIN SOLUTION NOTE ex10.6
 // The forwards take p forwards and p − 1 messages for the first
 // micro-batch, then one slowest stage (a forward or a message) for each
 // other; the backwards the same.
@@ -111,7 +111,7 @@ double bubble_fraction(int stages, int micro_batches);  // given: (p − 1) / (m
 // work and its optimizer state. The messages: the all-reduces that each of
 // the `pairs` makes through f and g in a step, each of `activation_bytes`,
 // as ring all-reduces that nothing overlaps (the next layer needs their sums).
-// BEGIN SOLUTION NOTE ex10.5
+// BEGIN SOLUTION NOTE ex10.6
 // Each rank computes 1/ranks of every layer and steps the optimizer on
 // 1/ranks of the parameters. Each pair all-reduces its output in forward (g)
 // and its input's gradient, as many bytes, in backward (f).

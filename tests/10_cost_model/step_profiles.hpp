@@ -1,5 +1,5 @@
 // step_profiles.hpp — a profile small enough to put on a timeline by hand,
-// for the tests of ex10.4 and ex10.5.
+// for the tests of ex10.5 and ex10.6.
 #pragma once
 #include "step_model.hpp"
 

@@ -1,4 +1,4 @@
-// Tests for ex10.4: DDP's buckets on a timeline, worked out by hand.
+// Tests for ex10.5: DDP's buckets on a timeline, worked out by hand.
 #include "catch2_compat.hpp"
 
 #include "step_model.hpp"
@@ -6,7 +6,7 @@
 
 using step_profiles::kLink;
 
-TEST_CASE("ex10.4 buckets of at least 1 MB: ready as backward reaches them, reduced one after another", "[ex10.4]") {
+TEST_CASE("ex10.5 buckets of at least 1 MB: ready as backward reaches them, reduced one after another", "[ex10.5]") {
   // Backward from the last layer, starting at 3 ms (after forward):
   //   activation  3.5 ms, no gradients
   //   third       4.5 ms, 2 MB: bucket 0 ready, reduced 4.5 → 6.7
@@ -21,7 +21,7 @@ TEST_CASE("ex10.4 buckets of at least 1 MB: ready as backward reaches them, redu
   REQUIRE(p.total_s() == Approx(14.1e-3).epsilon(1e-9));
 }
 
-TEST_CASE("ex10.4 a bucket reduced as soon as ready, a slow link: the step waits for the link's queue", "[ex10.4]") {
+TEST_CASE("ex10.5 a bucket reduced as soon as ready, a slow link: the step waits for the link's queue", "[ex10.5]") {
   // At 4 ns per byte: bucket 0 (8.2 ms) 4.5 → 12.7, bucket 1 (4.2) → 16.9,
   // bucket 2 (16.2) → 33.1; backward over at 7.5: 25.6 ms exposed.
   const ch10::Link slow{1e-4, 4e-9};
@@ -31,7 +31,7 @@ TEST_CASE("ex10.4 a bucket reduced as soon as ready, a slow link: the step waits
   REQUIRE(p.exposed_s == Approx(25.6e-3).epsilon(1e-9));
 }
 
-TEST_CASE("ex10.4 a fast link hides everything but the last bucket; one bucket is DDP after backward", "[ex10.4]") {
+TEST_CASE("ex10.5 a fast link hides everything but the last bucket; one bucket is DDP after backward", "[ex10.5]") {
   // 3 MB cap at 4 ranks: bucket 0 = third and second (3 MB) ready at 5.5,
   // reduced in 5.1 ms → 10.6; bucket 1 = first (4 MB) ready at 7.5, reduced
   // 10.6 → 17.2.
@@ -45,7 +45,7 @@ TEST_CASE("ex10.4 a fast link hides everything but the last bucket; one bucket i
   REQUIRE(one.exposed_s == Approx(after.communication_s).epsilon(1e-12));
 }
 
-TEST_CASE("ex10.4 the best cap is one the model can tell apart from the others", "[ex10.4]") {
+TEST_CASE("ex10.5 the best cap is one the model can tell apart from the others", "[ex10.5]") {
   const int64_t best = ch10::best_bucket_bytes(step_profiles::uneven(), kLink, 2);
   const double best_s = ch10::predict_ddp_buckets(step_profiles::uneven(), kLink, 2, best).total_s();
   for (int64_t cap : {int64_t{1}, int64_t{2000000}, int64_t{3000000}, int64_t{7000000}})
@@ -69,9 +69,9 @@ ch10::Profile ends_without_parameters() {
 
 }  // namespace
 
-TEST_CASE("ex10.4 layers without parameters first in forward and in backward order: each bucket is ready with its "
+TEST_CASE("ex10.5 layers without parameters first in forward and in backward order: each bucket is ready with its "
           "last gradient",
-          "[ex10.4]") {
+          "[ex10.5]") {
   // Recorded from the reference solution; any correct implementation gives
   // these to within 1e-9 (relative).
   struct Case {

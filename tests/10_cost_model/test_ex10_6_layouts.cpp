@@ -1,4 +1,4 @@
-// Tests for ex10.5: ZeRO's stages, a pipeline of equal stages and tensor
+// Tests for ex10.6: ZeRO's stages, a pipeline of equal stages and tensor
 // parallel, predicted on step_profiles::uneven(). The recorded numbers come
 // from the reference solution; any correct implementation gives them to
 // within 1e-9 (relative). The rest are properties every correct prediction has.
@@ -18,8 +18,8 @@ const ch10::Link kUnitBeta{0.0, 1.0};   // ... and here the bytes on its path
 
 }  // namespace
 
-TEST_CASE("ex10.5 ZeRO 1, 2 and 3: each rank's compute, communication and its α's and bytes, at p = 2, 3, 4, 6",
-          "[ex10.5]") {
+TEST_CASE("ex10.6 ZeRO 1, 2 and 3: each rank's compute, communication and its α's and bytes, at p = 2, 3, 4, 6",
+          "[ex10.6]") {
   struct Recorded {
     int stage, p;
     double compute_s, communication_s, alphas, bytes;
@@ -54,7 +54,7 @@ TEST_CASE("ex10.5 ZeRO 1, 2 and 3: each rank's compute, communication and its α
   }
 }
 
-TEST_CASE("ex10.5 a pipeline: recorded steps on fast and slow links, at 2, 3 and 4 stages", "[ex10.5]") {
+TEST_CASE("ex10.6 a pipeline: recorded steps on fast and slow links, at 2, 3 and 4 stages", "[ex10.6]") {
   struct Recorded {
     int stages, m;
     int64_t boundary_bytes;
@@ -78,9 +78,9 @@ TEST_CASE("ex10.5 a pipeline: recorded steps on fast and slow links, at 2, 3 and
   }
 }
 
-TEST_CASE("ex10.5 a pipeline: one stage sends nothing; on a free link the idle share is the bubble; a slower link "
+TEST_CASE("ex10.6 a pipeline: one stage sends nothing; on a free link the idle share is the bubble; a slower link "
           "never makes a faster step",
-          "[ex10.5]") {
+          "[ex10.6]") {
   const ch10::StepPrediction one = ch10::predict_pipeline(step_profiles::uneven(), kLink, 1, 4, 1000000);
   CAPTURE(one.compute_s, one.communication_s, one.exposed_s);
   REQUIRE(one.communication_s == 0.0);
@@ -105,8 +105,8 @@ TEST_CASE("ex10.5 a pipeline: one stage sends nothing; on a free link the idle s
   }
 }
 
-TEST_CASE("ex10.5 tensor parallel: each rank's compute and its all-reduces' time, α's and bytes, at T = 2, 3, 4, 6",
-          "[ex10.5]") {
+TEST_CASE("ex10.6 tensor parallel: each rank's compute and its all-reduces' time, α's and bytes, at T = 2, 3, 4, 6",
+          "[ex10.6]") {
   struct Recorded {
     int ranks, pairs;
     int64_t activation_bytes;
