@@ -60,6 +60,11 @@ class SimulatedCommunicator : public workbook::Communicator {
   torch::Device device() const override { return torch::kCPU; }
   int64_t message_bytes() const override { return int64_t{1} << 40; }
 
+  void post_without_waiting(const torch::Tensor& tensor, int to) {
+    WB_CHECK(to >= 0 && to < size() && to != rank(), "{}: send_without_waiting to rank {}", launch_env().label(), to);
+    post(tensor, to);
+  }
+
   void compute(double seconds) {
     std::lock_guard<std::mutex> lock(office_.mutex);
     office_.clocks[rank()].now_s += seconds;
@@ -203,6 +208,12 @@ void compute_for(workbook::Communicator& comm, double seconds) {
   WB_CHECK(simulated != nullptr, "compute_for: only inside ch10::simulate");
   WB_CHECK(seconds >= 0, "compute_for: {} s", seconds);
   simulated->compute(seconds);
+}
+
+void send_without_waiting(workbook::Communicator& comm, const torch::Tensor& tensor, int to) {
+  auto* simulated = dynamic_cast<SimulatedCommunicator*>(&comm);
+  WB_CHECK(simulated != nullptr, "send_without_waiting: only inside ch10::simulate");
+  simulated->post_without_waiting(tensor, to);
 }
 
 }  // namespace ch10

@@ -74,9 +74,10 @@ StepPrediction predict_zero(int stage, const Profile& profile, const Link& link,
 // A pipeline of `stages` equal stages (one per rank; each runs 1/stages of
 // the layers' time), `micro_batches` micro-batches, and `boundary_bytes`
 // crossing each stage boundary per micro-batch (the activation forward, its
-// gradient back). Each link is one more stage of the pipeline, one message
-// long; a message the link carries while the stages compute costs nothing
-// more. GPipe and 1F1B take the same time (1F1B holds fewer activations).
+// gradient back), sent without waiting (send_without_waiting in
+// simulator.hpp): a message the link carries while the stages compute costs
+// nothing more. The step is GPipe's, every forward and then every backward,
+// as simulate() runs it (1F1B takes the same time and holds fewer activations).
 // What must hold: one stage sends nothing; on a free link (α = β = 0) the
 // share of the step (less the optimizer) a stage is idle is
 // bubble_fraction(); on a link slower than a stage, the link sets the pace.

@@ -62,6 +62,7 @@ struct SimulatedRun {
 //   send(t, to)                   the message leaves; the call returns when it has arrived
 //   recv(t, from)                 waits for the next message from `from`
 //   start_exchange(s, to, r, from) s leaves at once; wait(): both have arrived
+//   send_without_waiting(comm, t, to)   (below) the message leaves; the call returns at once
 // Collectives and split() are not simulated (a UserError): the point is to
 // time schedules built from messages, as Chapter 4's ring is. Messages
 // between two ranks arrive in the order they were sent. A rank waiting for
@@ -76,5 +77,12 @@ SimulatedRun simulate(int ranks, const Link& link, const std::function<void(work
 // moves on; what it has handed to its link goes on travelling). A UserError
 // on any other Communicator.
 void compute_for(workbook::Communicator& comm, double seconds);
+
+// Inside simulate()'s body: hands `tensor` (copied) to this rank's link for
+// rank `to` and returns at once, as MPI_Isend does: the program goes on
+// while the message travels (a pipeline stage computes its next
+// micro-batch). The receiver takes it with recv(). A UserError on any other
+// Communicator.
+void send_without_waiting(workbook::Communicator& comm, const torch::Tensor& tensor, int to);
 
 }  // namespace ch10

@@ -88,9 +88,10 @@ StepPrediction predict_zero(int stage, const Profile& profile, const Link& link,
 // A pipeline of `stages` equal stages (one per rank; each runs 1/stages of
 // the layers' time), `micro_batches` micro-batches, and `boundary_bytes`
 // crossing each stage boundary per micro-batch (the activation forward, its
-// gradient back). Each link is one more stage of the pipeline, one message
-// long; a message the link carries while the stages compute costs nothing
-// more. GPipe and 1F1B take the same time (1F1B holds fewer activations).
+// gradient back), sent without waiting (send_without_waiting in
+// simulator.hpp): a message the link carries while the stages compute costs
+// nothing more. The step is GPipe's, every forward and then every backward,
+// as simulate() runs it (1F1B takes the same time and holds fewer activations).
 // What must hold: one stage sends nothing; on a free link (α = β = 0) the
 // share of the step (less the optimizer) a stage is idle is
 // bubble_fraction(); on a link slower than a stage, the link sets the pace.
@@ -98,6 +99,7 @@ StepPrediction predict_zero(int stage, const Profile& profile, const Link& link,
 // the optimizer); communication_s the messages' time on one link per step,
 // an activation forward and its gradient back per micro-batch.
 // BEGIN SOLUTION NOTE ex10.6
+// Each link is one more stage of the pipeline, one message long.
 // The forwards take p forwards and p − 1 messages for the first
 // micro-batch, then one slowest stage (a forward or a message) for each
 // other; the backwards the same.
