@@ -24,9 +24,9 @@ namespace ch03 {
 // ---- ex3.1: one model on every rank --------------------------------------------
 
 // Every parameter and buffer (BatchNorm's running statistics) of `model` on
-// every rank becomes `root`'s. Collective: every rank calls it. In place
-// (the optimizer keeps pointing at the same tensors), without recording
-// autograd history.
+// every rank becomes `root`'s. Collective: every rank calls it. In place:
+// the optimizer keeps pointing at the same tensors, and they stay what they
+// were to autograd (leaves that require gradients), so training goes on.
 void broadcast_model(torch::nn::Module& model, workbook::Communicator& comm, int root = 0);
 
 // ---- ex3.2: a shard of the data per rank ---------------------------------------
@@ -96,11 +96,18 @@ struct Batch {
 Batch gather_batch(const torch::Tensor& images, const torch::Tensor& labels, const torch::Tensor& indices,
                    int64_t first, int64_t count);
 
-// One data-parallel step: zero the gradients, forward this rank's batch, mean
-// cross-entropy, backward, average the gradients over ranks (ex3.3), step.
-// Every rank's batch has the same size, so the mean of the ranks' means is the
-// mean over the global batch: the step equals one single-process step on the
-// global batch. Returns this rank's loss, detached (no extra communication).
+// One data-parallel training step on this rank's batch (every rank's batch
+// has the same size), with the loss the workbook trains on (the mean
+// cross-entropy). What must hold afterwards: every rank's parameters are
+// equal, and equal to what one process would have after one step of the
+// same optimizer on the global batch (all ranks' batches together), step
+// after step. Returns this rank's loss on its own batch, with no graph
+// attached and no extra communication.
+// BEGIN SOLUTION NOTE ex3.4
+// Zero the gradients, forward, mean cross-entropy, backward, average the
+// gradients over ranks (ex3.3), step. Every rank's batch has the same size,
+// so the mean of the ranks' means is the mean over the global batch.
+// END SOLUTION NOTE
 torch::Tensor ddp_train_step(workbook::Classifier& model, torch::optim::Optimizer& optimizer,
                              const Batch& local_batch, workbook::Communicator& comm);
 
@@ -125,7 +132,9 @@ EvalResult evaluate_distributed(workbook::Classifier& model, const torch::Tensor
 // ---- ex3.6: checkpoints --------------------------------------------------------
 
 // Rank 0 writes model (parameters and buffers), optimizer state and
-// `epochs_done` to `path` atomically: to a temporary file in the same
+// `epochs_done` to `path`, one file (LibTorch's torch::serialize::OutputArchive
+// holds tensors and nested archives by name; modules and optimizers save
+// into one), atomically: to a temporary file in the same
 // directory, then renamed over `path`, so a crash leaves the old checkpoint
 // or the new one, never half of one. Only rank 0 touches the file system
 // (every rank holds the same state: one writer, no race between renames);
