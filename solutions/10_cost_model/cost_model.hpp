@@ -4,7 +4,8 @@
 // collective's time and a training step's time can be written down before
 // anything runs, and held against what the emulated cluster measures.
 //
-//   ex10.1  fit_link          α and β from ping-pong timings, least squares
+//   ex10.1  fit_link          α and β from ping-pong timings, least squares;
+//           fit_shaped_link   and from a shaped link's, whose burst is no line
 //   ex10.4  collective_cost   a collective's cost in α's and bytes: ring,
 //                             recursive doubling, Rabenseifner, binomial tree
 //   ex10.2  (simulator.hpp)   an event simulator that runs Chapter 4's ring
@@ -44,6 +45,23 @@ struct Timing {
 // wants. At least two distinct sizes, or a UserError; α is not clamped (a
 // negative α says the timings are not a line, which the caller should see).
 Link fit_link(const std::vector<Timing>& timings);
+
+// The link the predictions use, from a ping-pong over one of the emulated
+// cluster's shaped links (sizes from 1 byte to 4 MiB or more, each timed a
+// few times, a few per cent of noise). Its shaper lets a burst of up to
+// 64 KiB through at no rate after any pause (a link without a shaper has
+// none), so a message costs about α + max(0, n − burst)·β: the timings are
+// not one line, and fit_link through every size finds a negative α. The
+// α–β model has no term for a burst. Return the α and β that predict both
+// ends right: α what a small message costs, β what each byte of a large one
+// costs. Which timings decide which is yours to choose.
+// BEGIN SOLUTION NOTE ex10.1
+// Note: [the two ends of a shaped link] Each number where it is measured:
+// β from fit_link through the sizes of 256 KiB and up (at four bursts and
+// more the burst is a constant offset, which only α absorbs), α from the
+// median of the smallest message's timings.
+// END SOLUTION NOTE
+Link fit_shaped_link(const std::vector<Timing>& timings);
 
 // ---- ex10.4 -------------------------------------------------------------------
 enum class Collective { AllReduce, ReduceScatter, AllGather, Broadcast };

@@ -4,6 +4,7 @@
 
 #include "cost_model.hpp"
 #include "workbook/errors.hpp"
+#include "workbook/statistics.hpp"
 
 namespace ch10 {
 
@@ -31,6 +32,24 @@ Link fit_link(const std::vector<Timing>& timings) {
   }
   link.beta_s_per_byte = covariance / variance;
   link.alpha_s = mean_seconds - link.beta_s_per_byte * mean_bytes;
+  // END SOLUTION
+  return link;
+}
+
+Link fit_shaped_link(const std::vector<Timing>& timings) {
+  WB_CHECK(!timings.empty(), "fit_shaped_link: no timings");
+  Link link;
+  // BEGIN SOLUTION ex10.1
+  int64_t smallest = timings.front().bytes;
+  for (const Timing& t : timings) smallest = std::min(smallest, t.bytes);
+  std::vector<double> smallest_seconds;
+  std::vector<Timing> bandwidth_bound;
+  for (const Timing& t : timings) {
+    if (t.bytes == smallest) smallest_seconds.push_back(t.seconds);
+    if (t.bytes >= (256 << 10)) bandwidth_bound.push_back(t);
+  }
+  link.alpha_s = workbook::median(smallest_seconds);
+  link.beta_s_per_byte = fit_link(bandwidth_bound).beta_s_per_byte;
   // END SOLUTION
   return link;
 }

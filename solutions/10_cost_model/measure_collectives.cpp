@@ -73,23 +73,13 @@ ch10::Link measure_link(workbook::Program& program, bool quick) {
     medians.push_back(workbook::median(one_way));
   }
   // Rank 0's timings, on every rank: they all predict with the same link.
-  // Note: [the two ends of a shaped link]
-  // The least-squares line through every timing (ex10.1) has a negative α
-  // on the emulated cluster: its shaper (tbf) lets a burst of 64 KiB
-  // through at no rate after any pause, so a message costs about
-  // α + (n − 64 KiB)·β, and the line that fits the large sizes crosses the
-  // axis below zero. The α–β model has no term for a burst. So the link the
-  // predictions use takes each number where it is measured: β from the
-  // line through the bandwidth-bound sizes (256 KiB and up, ex10.1's fit),
-  // α from the smallest message's one-way time. Both lines are reported.
+  // The link the predictions use: ex10.1's fit_shaped_link (Note [the two
+  // ends of a shaped link]); the line through every size is printed beside it.
   torch::Tensor fitted = torch::zeros({4}, torch::kFloat64);
   if (comm.rank() == 0) {
-    std::vector<ch10::Timing> large;
-    for (const ch10::Timing& t : timings)
-      if (t.bytes >= (256 << 10)) large.push_back(t);
-    const ch10::Link every_size = ch10::fit_link(timings), bandwidth_bound = ch10::fit_link(large);
-    fitted[0] = medians.front();  // 1 byte, one way
-    fitted[1] = bandwidth_bound.beta_s_per_byte;
+    const ch10::Link every_size = ch10::fit_link(timings), shaped = ch10::fit_shaped_link(timings);
+    fitted[0] = shaped.alpha_s;
+    fitted[1] = shaped.beta_s_per_byte;
     fitted[2] = every_size.alpha_s;
     fitted[3] = every_size.beta_s_per_byte;
   }
@@ -108,7 +98,7 @@ ch10::Link measure_link(workbook::Program& program, bool quick) {
   }
   program.say("least squares over every size: alpha {:.1f} us, beta {:.4g} s/byte = {:.3g} Gbit/s",
               every_size.alpha_s * 1e6, every_size.beta_s_per_byte, every_size.bits_per_s() / 1e9);
-  program.say("the link predicted with: alpha {:.1f} us (1 byte), beta {:.4g} s/byte = {:.3g} Gbit/s (256 KiB and up)",
+  program.say("the link predicted with (fit_shaped_link): alpha {:.1f} us, beta {:.4g} s/byte = {:.3g} Gbit/s",
               link.alpha_s * 1e6, link.beta_s_per_byte, link.bits_per_s() / 1e9);
   program.json().write({{"type", "model"}, {"kind", "link"}, {"alpha", link.alpha_s}, {"beta", link.beta_s_per_byte},
                         {"bits_per_s", link.bits_per_s()}, {"every_size_alpha", every_size.alpha_s},

@@ -79,3 +79,49 @@ TEST_CASE("ex10.1 noise of ±5 % on every timing, each size timed twice: α and 
   REQUIRE(link.beta_s_per_byte == Approx(beta).epsilon(0.01));
   REQUIRE(link.alpha_s == Approx(alpha).epsilon(0.01));
 }
+
+namespace {
+
+// A ping-pong over a shaped link: sizes 1 byte to 64 MiB by fours, each
+// timed three times with ±4 % of noise, the first `burst` bytes of a
+// message free of β.
+std::vector<ch10::Timing> shaped_timings(double alpha, double beta, int64_t burst) {
+  const double noise[] = {1.04, 0.96, 1.0};
+  std::vector<ch10::Timing> timings;
+  for (int repeat = 0; repeat < 3; ++repeat)
+    for (int64_t n : ping_pong_sizes())
+      timings.push_back(
+          {n, (alpha + static_cast<double>(std::max<int64_t>(0, n - burst)) * beta) * noise[(repeat + n) % 3]});
+  return timings;
+}
+
+}  // namespace
+
+TEST_CASE("ex10.1 a shaped link: both ends within a few per cent, with a burst of 64 KiB, 16 KiB or none",
+          "[ex10.1]") {
+  struct Shaped {
+    double alpha, bits_per_s;
+    int64_t burst;
+  };
+  for (const Shaped e : {Shaped{50e-6, 1e9, 65536}, Shaped{6e-6, 1e9, 65536}, Shaped{200e-6, 100e6, 65536},
+                         Shaped{20e-6, 10e9, 16384}, Shaped{100e-6, 10e9, 0}}) {
+    const double beta = 8.0 / e.bits_per_s;
+    const ch10::Link link = ch10::fit_shaped_link(shaped_timings(e.alpha, beta, e.burst));
+    CAPTURE(e.alpha, e.bits_per_s, e.burst, link.alpha_s, link.beta_s_per_byte);
+    INFO("α must be what a small message costs and β what each byte of a large one costs, each within 5 %");
+    REQUIRE(link.alpha_s == Approx(e.alpha).epsilon(0.05));
+    REQUIRE(link.beta_s_per_byte == Approx(beta).epsilon(0.05));
+  }
+}
+
+TEST_CASE("ex10.1 a shaped link predicts a 1-byte and a 64 MiB message where the line through every size cannot",
+          "[ex10.1]") {
+  const double alpha = 6e-6, beta = 8.0 / 1e9;
+  const std::vector<ch10::Timing> timings = shaped_timings(alpha, beta, 65536);
+  const ch10::Link line = ch10::fit_link(timings), shaped = ch10::fit_shaped_link(timings);
+  CAPTURE(line.alpha_s, line.beta_s_per_byte, shaped.alpha_s, shaped.beta_s_per_byte);
+  REQUIRE(line.alpha_s < 0.0);  // the burst, seen by a line
+  REQUIRE(shaped.seconds(1) == Approx(alpha).epsilon(0.05));
+  const double n = 64.0 * (1 << 20);
+  REQUIRE(shaped.seconds(n) == Approx(alpha + (n - 65536) * beta).epsilon(0.02));
+}
