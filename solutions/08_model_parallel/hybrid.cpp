@@ -1,6 +1,6 @@
 // hybrid.cpp — ex8.8 and ex8.9: tensor groups and data groups, and a step
 // that uses each for what it is for.
-#include "ddp.hpp"  // Chapter 3's all_reduce_gradients
+#include "ddp.hpp"  // Chapter 3's reference, linked in (chapter.json's "uses")
 #include "hybrid.hpp"
 #include "workbook/errors.hpp"
 

@@ -44,10 +44,21 @@ HybridGroups make_hybrid_groups(workbook::Communicator& world, int tensor_ranks,
 
 // ---- ex8.9: a step --------------------------------------------------------------
 // One training step of `model`, whose layers may be split over the tensor
-// group: zero the gradients, `loss()` (the forward of this data group's
-// samples, the same on every rank of the tensor group, and its loss: the
-// tensor group's all-reduces happen inside), backward, then the gradients
-// averaged over the data group, then the optimizer. Returns the loss.
+// group. `loss()` runs the forward of this data group's samples (the same
+// samples on every rank of its tensor group; each data group has its own,
+// all of the same count) and returns their mean loss; the split layers
+// communicate inside the forward and backward they make.
+// After the step, every rank's parameters are what one process training the
+// whole model on the global batch (every data group's samples, the loss
+// their mean) would have after the same optimizer step, each rank holding
+// its part of them. (BatchNorm aside: each data group's samples are a batch
+// of their own, as in Chapter 3.) Returns the value `loss()` gave this step,
+// computed before the update.
+// BEGIN SOLUTION NOTE ex8.9
+// Zero the gradients, loss(), backward (the tensor group's all-reduces run
+// inside), then the gradients averaged over the data group, never over the
+// tensor group, whose ranks hold different parts; then the optimizer.
+// END SOLUTION NOTE
 torch::Tensor hybrid_train_step(torch::nn::Module& model, torch::optim::Optimizer& optimizer,
                                 const std::function<torch::Tensor()>& loss, HybridGroups& groups);
 

@@ -15,8 +15,9 @@
 // must end with the gradient of x that one process computes for the whole
 // pair. f and g make both directions right: one all-reduce in forward and
 // one in backward per pair, whatever the number of ranks (the tests count
-// them). The nonlinearity between A and B (and dropout) acts on each hidden
-// feature alone, so it runs on each rank's columns as it is.
+// them). Whatever lies between A and B must act on each hidden feature alone
+// (in FashionCNN it is dropout; an elementwise nonlinearity would do as
+// well): then it runs on each rank's columns as it is.
 // BEGIN SOLUTION NOTE ex8.1
 //   f: forward identity,   backward all-reduce (sum)   — every rank's x feeds
 //      every rank's h, so x's gradient is the sum of what each rank's part says;
@@ -60,8 +61,11 @@ Layer copy_layer(const torch::nn::Module& source) {
 
 // ex8.1. f goes before a column-parallel layer: its input x is the same on
 // every rank, and each rank's part of the layer reads all of it. Its
-// backward gets this rank's part's gradient for x and must return the
-// gradient of x through the whole layer, the same on every rank.
+// backward gets the gradient for x that this rank's part passes back.
+// Together (f, then this rank's part of A, ..., this rank's part of B, then
+// g), the pair's output and x's gradient must be the unsplit pair's on every
+// rank, and each rank's gradients of its parts of A and B the unsplit pair's
+// gradients of those parts.
 class CopyToTensorParallel : public torch::autograd::Function<CopyToTensorParallel> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& input,
@@ -73,7 +77,7 @@ class CopyToTensorParallel : public torch::autograd::Function<CopyToTensorParall
 // ex8.1. g goes after a row-parallel layer: its input is this rank's partial
 // product, and its output must be the whole layer's product, the same on
 // every rank. Its backward gets the gradient of that output (the same on
-// every rank) and returns the gradient of this rank's partial product.
+// every rank); what it returns is for this rank's partial product.
 class ReduceFromTensorParallel : public torch::autograd::Function<ReduceFromTensorParallel> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& input,

@@ -30,16 +30,21 @@ TEST_CASE("ex8.3 RowParallelLinear: the whole output on every rank, bias once, b
     const torch::Tensor x = tp_oracle::columns_of(x_whole.detach(), rank, n).clone().requires_grad_(true);
     const int64_t before = comm->stats().count(workbook::CommOp::AllReduce);
     const torch::Tensor y = layer(x);
-    INFO("forward: the whole output on every rank (the ranks' products summed by g: one all-reduce), "
-         "the bias added once, after the sum");
+    const int64_t forward_all_reduces = comm->stats().count(workbook::CommOp::AllReduce) - before;
+    INFO("forward: the output on this rank differs from the unsplit layer's output, bias included");
     REQUIRE(mpi_test::all_ranks(torch::equal(y.detach(), y_whole.detach())));
-    REQUIRE(mpi_test::all_ranks(comm->stats().count(workbook::CommOp::AllReduce) == before + 1));
+    INFO("forward made " << forward_all_reduces << " all-reduce(s); a split pair makes one in "
+                            "forward, whatever the number of ranks");
+    REQUIRE(mpi_test::all_ranks(forward_all_reduces == 1));
     y.backward(upstream);
-    INFO("backward: no communication; the input's gradient is the whole layer's columns for this rank");
-    REQUIRE(mpi_test::all_ranks(comm->stats().count(workbook::CommOp::AllReduce) == before + 1));
+    const int64_t backward_all_reduces = comm->stats().count(workbook::CommOp::AllReduce) - before - 1;
+    INFO("backward made " << backward_all_reduces << " all-reduce(s); the gradients of this rank's input "
+                             "features and weights need only y's gradient, which every rank holds");
+    REQUIRE(mpi_test::all_ranks(backward_all_reduces == 0));
+    INFO("backward: the input's gradient differs from the unsplit layer's, this rank's input features");
     REQUIRE(mpi_test::all_ranks(x.grad().defined() && torch::equal(x.grad(), tp_oracle::columns_of(x_whole.grad(), rank, n))));
-    INFO("backward: the weight's gradient is the whole layer's columns for this rank, the bias's the whole "
-         "bias's (a bias split into n parts, each added before the sum, gets 1/n of it)");
+    INFO("backward: the weight's gradient differs from the unsplit layer's, this rank's columns, or the "
+         "bias's from the unsplit layer's bias gradient");
     REQUIRE(mpi_test::all_ranks(torch::equal(layer->weight.grad(), tp_oracle::columns_of(whole->weight.grad(), rank, n))));
     REQUIRE(mpi_test::all_ranks(torch::equal(layer->bias.grad(), whole->bias.grad())));
   }
