@@ -43,4 +43,31 @@ void scatter_all_gather_broadcast(torch::Tensor& buffer, int root, workbook::Com
   WB_NOT_IMPLEMENTED("ex10.3");  // TODO(ex10.3): your code here
 }
 
+SimulatedRun simulate_collective(Collective collective, Algorithm algorithm, int ranks, int64_t count,
+                                 const Link& link) {
+  const bool ring = algorithm == Algorithm::Ring && collective != Collective::Broadcast;
+  const bool all_reduce = collective == Collective::AllReduce &&
+                          (algorithm == Algorithm::RecursiveDoubling || algorithm == Algorithm::Rabenseifner);
+  const bool broadcast = collective == Collective::Broadcast &&
+                         (algorithm == Algorithm::BinomialTree || algorithm == Algorithm::ScatterAllGather);
+  WB_CHECK(ring || all_reduce || broadcast, "no program here for {} by {}", collective_name(collective),
+           algorithm_name(algorithm));
+  return simulate(ranks, link, [&](workbook::Communicator& comm) {
+    torch::Tensor buffer = torch::ones({count});
+    ch04::RingOptions whole_segments;
+    whole_segments.chunk_elements = std::max<int64_t>(1, count / ranks);
+    switch (algorithm) {
+      case Algorithm::Ring:
+        if (collective == Collective::ReduceScatter) ch04::ring_reduce_scatter(buffer, comm, whole_segments);
+        if (collective == Collective::AllGather) ch04::ring_all_gather(buffer, comm);
+        if (collective == Collective::AllReduce) ch04::ring_all_reduce(buffer, workbook::ReduceOp::Sum, comm, whole_segments);
+        break;
+      case Algorithm::RecursiveDoubling: recursive_doubling_all_reduce(buffer, comm); break;
+      case Algorithm::Rabenseifner: rabenseifner_all_reduce(buffer, comm); break;
+      case Algorithm::BinomialTree: binomial_tree_broadcast(buffer, 0, comm); break;
+      case Algorithm::ScatterAllGather: scatter_all_gather_broadcast(buffer, 0, comm); break;
+    }
+  });
+}
+
 }  // namespace ch10

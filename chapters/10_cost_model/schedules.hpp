@@ -30,6 +30,8 @@
 #pragma once
 #include <torch/torch.h>
 
+#include "cost_model.hpp"
+#include "simulator.hpp"
 #include "workbook/communicator.hpp"
 
 namespace ch10 {
@@ -51,5 +53,15 @@ void binomial_tree_broadcast(torch::Tensor& buffer, int root, workbook::Communic
 // 2·n·β for a buffer of n bytes at every p, where the binomial tree takes
 // ⌈log₂p⌉·n·β; and it must take no more than 2(p − 1) steps on a link with β = 0.
 void scatter_all_gather_broadcast(torch::Tensor& buffer, int root, workbook::Communicator& comm);
+
+// ---- given ----------------------------------------------------------------------
+// The program behind `collective` by `algorithm` (Chapter 4's ring, each
+// segment one message, or one of the above; a broadcast from rank 0) on
+// `ranks` simulated ranks, a buffer of `count` float32 elements, over
+// `link`. What ex10.4's closed forms describe: on Link{1, 0} its time counts
+// the messages one after another, on Link{0, 1} the bytes. A UserError for a
+// pair no program here runs.
+SimulatedRun simulate_collective(Collective collective, Algorithm algorithm, int ranks, int64_t count,
+                                 const Link& link);
 
 }  // namespace ch10

@@ -31,6 +31,14 @@ if(TARGET ch08_train_solution)
                                --layout pipeline --schedule ${schedule} --micro-batches 4 --batch 40 --epochs 1
                                --train-samples 400 --test-samples 1000 --threads 1)
   endforeach()
+  # One stage (the whole model on one rank, no messages) and four (every
+  # boundary a real link between processes): both train and report.
+  foreach(stages 1 4)
+    workbook_check_result_line(ch08_train_pipeline_${stages}_stages_result_line "solution;ch08;mpi"
+                               ${MPIEXEC_EXECUTABLE} --oversubscribe -n ${stages} ${ch08}
+                               --layout pipeline --schedule 1f1b --micro-batches 4 --batch 40 --epochs 1
+                               --train-samples 400 --test-samples 1000 --threads 1)
+  endforeach()
   # A stage that dies mid-step: its neighbours end within seconds, naming the
   # send or receive they were waiting in.
   workbook_expect_failure_within(ch08_train_pipeline_dead_stage "solution;ch08;mpi" 60

@@ -9,7 +9,7 @@
 #include "pipeline.hpp"
 #include "pipeline_oracles.hpp"
 
-TEST_CASE("ex8.6 GPipe: every forward, then every backward; weights as one process accumulating", "[ex8.6][np3]") {
+TEST_CASE("ex8.6 GPipe: every forward, then every backward; weights as one process accumulating", "[ex8.6][np3][np4]") {
   for (const int64_t m : {1, 4}) {
     auto comm = mpi_test::communicator();
     pipeline_oracle::train_side_by_side(*comm, ch08::Schedule::GPipe, m, 2, 4, [&](const ch08::StageStepStats& stats, const ch08::PipelineStage& stage) {

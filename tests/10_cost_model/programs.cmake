@@ -28,3 +28,15 @@ if(TARGET ch10_model_solution)
     ${mpi2} sh ${CMAKE_SOURCE_DIR}/tests/support/kill_rank_after.sh 1 3 ${ch10}
     --measure steps --alpha 1e-5 --beta 1e-9 --blocks 2 --width 64 --batch 32 --steps 1000000)
 endif()
+
+if(TARGET ch10_simulate_solution)
+  set(ch10_simulate $<TARGET_FILE:ch10_simulate_solution>)
+  add_test(NAME ch10_simulate_table COMMAND ${ch10_simulate} --collective broadcast --algorithm scatter_all_gather
+           --max-ranks 5)
+  set_tests_properties(ch10_simulate_table PROPERTIES LABELS "solution;ch10" TIMEOUT 120
+                       PASS_REGULAR_EXPRESSION "     5         7     177408.0")
+  workbook_expect_error(ch10_simulate_no_program "solution;ch10" 2 "no program here for broadcast by ring"
+                        ${ch10_simulate} --collective broadcast --algorithm ring)
+  workbook_expect_error(ch10_simulate_odd_bytes "solution;ch10" 2 "--bytes 6: a positive multiple of 4"
+                        ${ch10_simulate} --bytes 6)
+endif()

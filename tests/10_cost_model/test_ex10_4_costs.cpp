@@ -7,7 +7,6 @@
 #include <cmath>
 
 #include "cost_model.hpp"
-#include "ring.hpp"
 #include "schedules.hpp"
 #include "simulator.hpp"
 #include "workbook/errors.hpp"
@@ -44,36 +43,14 @@ std::vector<std::pair<Case, int>> every_case() {
 
 }  // namespace
 
-// The program behind each pair, run on `p` simulated ranks over `link`:
-// Chapter 4's ring (each segment one message) and ex10.3's schedules.
-ch10::SimulatedRun simulated(const Case& c, int p, int64_t count, const ch10::Link& link) {
-  return ch10::simulate(p, link, [&](workbook::Communicator& comm) {
-    torch::Tensor buffer = torch::ones({count});
-    ch04::RingOptions whole_segments;
-    whole_segments.chunk_elements = count / p;
-    switch (c.algorithm) {
-      case Algorithm::Ring:
-        if (c.collective == Collective::ReduceScatter) ch04::ring_reduce_scatter(buffer, comm, whole_segments);
-        if (c.collective == Collective::AllGather) ch04::ring_all_gather(buffer, comm);
-        if (c.collective == Collective::AllReduce)
-          ch04::ring_all_reduce(buffer, workbook::ReduceOp::Sum, comm, whole_segments);
-        break;
-      case Algorithm::RecursiveDoubling: ch10::recursive_doubling_all_reduce(buffer, comm); break;
-      case Algorithm::Rabenseifner: ch10::rabenseifner_all_reduce(buffer, comm); break;
-      case Algorithm::BinomialTree: ch10::binomial_tree_broadcast(buffer, 0, comm); break;
-      case Algorithm::ScatterAllGather: ch10::scatter_all_gather_broadcast(buffer, 0, comm); break;
-    }
-  });
-}
-
 TEST_CASE("ex10.4 each closed form agrees with its program on the simulator, at p from 2 to 12", "[ex10.4]") {
   const int64_t count = 27720;  // floats; every p here divides it
   const double n = count * 4.0;
   for (const auto& [c, p] : every_case()) {
     if (p > 12) continue;
     const ch10::Cost cost = ch10::collective_cost(c.collective, c.algorithm, static_cast<int64_t>(n), p);
-    const double steps = simulated(c, p, count, ch10::Link{1.0, 0.0}).seconds();
-    const double bytes = simulated(c, p, count, ch10::Link{0.0, 1.0}).seconds();
+    const double steps = ch10::simulate_collective(c.collective, c.algorithm, p, count, ch10::Link{1.0, 0.0}).seconds();
+    const double bytes = ch10::simulate_collective(c.collective, c.algorithm, p, count, ch10::Link{0.0, 1.0}).seconds();
     INFO("collective_cost(" << ch10::collective_name(c.collective) << ", " << ch10::algorithm_name(c.algorithm)
                             << ", " << n << " bytes, " << p << " ranks) is {" << cost.messages << ", " << cost.bytes
                             << "}; the program takes " << steps << " s with α = 1 s and β = 0, and " << bytes
