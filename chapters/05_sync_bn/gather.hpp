@@ -3,12 +3,12 @@
 // ("gather distributed", as SimCLR-style training does it).
 //
 //   forward                                   backward
-//   rank 0: z₀ [B,D] ┐                        rank 0: g [nB,D] ┐ reduce-scatter (sum):
-//   rank 1: z₁ [B,D] ┼─ all-gather ─> every   rank 1: g [nB,D] ┼─ rank r gets Σ over ranks
-//   rank 2: z₂ [B,D] ┘   rank: [z₀;z₁;z₂]     rank 2: g [nB,D] ┘   of rows [rB, (r+1)B)
+//   rank 0: z₀ [B,D] ┐                        rank 0: g₀ [nB,D]: its loss's gradient
+//   rank 1: z₁ [B,D] ┼─ all-gather ─> every   rank 1: g₁ [nB,D]   for all nB rows      ─> ?
+//   rank 2: z₂ [B,D] ┘   rank: [z₀;z₁;z₂]     rank 2: g₂ [nB,D]
 //
-// Every rank's loss uses every rank's rows, so the gradient that belongs to
-// rank r's rows is the sum of what every rank's loss says about them.
+// What training follows is the sum of every rank's loss (DDP averages the
+// gradients), and every rank's loss uses every rank's rows.
 #pragma once
 #include <cstdint>
 #include <utility>
@@ -23,8 +23,10 @@ namespace ch05 {
 
 // forward(input [B, ...], comm): [n·B, ...], rank r's input at rows [r·B, (r+1)·B).
 // Every rank's B and trailing shape must be the same. One all-gather.
-// backward(grad [n·B, ...]): [B, ...], the sum over ranks of their grad's rows
-// [r·B, (r+1)·B) for this rank r. One reduce-scatter.
+// backward(grad [n·B, ...]): this rank's grad is its own loss's gradient for
+// the whole gathered tensor; return [B, ...], this rank's input's gradient
+// of the sum of every rank's loss. One collective, from which each rank
+// receives only the B rows it needs.
 class AllGatherFunction : public torch::autograd::Function<AllGatherFunction> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& input,

@@ -13,21 +13,17 @@
 //
 // The contract: the algorithms as their papers define them, per tensor.
 //   ex6.2 LARS: You, Gitman and Ginsburg 2017, "Large Batch Training of
-//     Convolutional Networks", Algorithm 1: momentum SGD with weight decay
-//     (weight_decay), whose step for each tensor is scaled by its local rate,
-//     trust_coefficient times the ratio of ‖w‖ to the update direction's size
-//     as the paper bounds it: the gradient's norm and weight_decay times
-//     ‖w‖, each taken apart (not the norm of the direction once the two are
-//     added; the tests tell the two apart). The global rate lr enters the
-//     velocity with each step, as in the paper (not outside it, as
-//     torch::optim::SGD applies it): when the schedule changes lr between
-//     steps, the velocity's past keeps the old rate, unless
-//     momentum_correction(true) rescales it as Goyal et al. 2017, §2.2 do.
+//     Convolutional Networks", Algorithm 1, exactly as written there
+//     (trust_coefficient is its η, weight_decay its β, lr its global rate γ;
+//     it differs from torch::optim::SGD's momentum in more than the local
+//     rate, and the tests tell the variants apart). momentum_correction(true):
+//     when lr changes between steps, the step is what it would have been had
+//     every past step of the velocity been taken at the new rate (Goyal et
+//     al. 2017, §2.2).
 //   ex6.3 LAMB: You et al. 2019, "Large Batch Optimization for Deep Learning:
-//     Training BERT in 76 Minutes", Algorithm 2 (with φ the identity): Adam's
-//     update with both bias corrections (torch::optim::Adam's, the step count t
-//     per parameter, 1 at its first update), plus weight_decay times w, then
-//     scaled by the trust ratio ‖w‖ / ‖that update‖ and by lr.
+//     Training BERT in 76 Minutes", Algorithm 2 with φ the identity, exactly
+//     as written there, with torch::optim::Adam's bias corrections (the step
+//     count t per parameter, 1 at its first update); weight_decay is its λ.
 //   Both, for every tensor with a gradient (one without is skipped: no
 //   decay, no new state):
 //   - in a group whose adapt() is false, and wherever the layer-wise factor is

@@ -134,10 +134,11 @@ bool scaled_step(DynamicLossScaler& scaler, torch::optim::Optimizer& optimizer,
 // shards the last three).
 class MasterWeights {
  public:
-  // ex9.3: `model`'s parameters are float32 on entry. Keeps a float32 copy
-  // of each (the masters: new leaf tensors that require grad, equal to the
-  // originals bit for bit), then converts the model, parameters and buffers,
-  // to `compute` (model.to(compute)).
+  // ex9.3: `model`'s parameters are float32 on entry. Afterwards the
+  // masters are float32 leaf tensors that require grad, one per parameter,
+  // equal bit for bit to the parameters as they were on entry, and sharing
+  // no storage with them; the model computes in `compute`: its parameters
+  // and buffers are of that dtype.
   MasterWeights(torch::nn::Module& model, torch::ScalarType compute);
 
   // What the optimizer is given.

@@ -1,7 +1,9 @@
 // Tests for ex5.5: the differentiable all-gather, on exact data: forward puts
-// rank r's rows at [r·B, (r+1)·B); backward sums every rank's gradient for them.
+// rank r's rows at [r·B, (r+1)·B); backward is held to one process's autograd
+// on the sum of every rank's loss.
 #include "catch2_compat.hpp"
 
+#include <array>
 #include <functional>
 #include <numeric>
 
@@ -34,19 +36,35 @@ TEST_CASE("ex5.5 all_gather_with_grad concatenates every rank's rows, in rank or
   }
 }
 
-TEST_CASE("ex5.5 the gradient of rank r's rows is the sum of every rank's gradient for them", "[ex5.5][np3]") {
+TEST_CASE("ex5.5 backward: each rank's input gets its gradient of the sum of every rank's loss", "[ex5.5][np3]") {
   auto comm = mpi_test::communicator();
   const int n = comm->size(), rank = comm->rank();
   torch::Tensor mine = rows_of(rank, {2, 3}).requires_grad_(true);
   const torch::Tensor gathered = ch05::all_gather_with_grad(mine, *comm);
   // Each rank's loss weighs the gathered rows differently: Σ gathered · (rank + 1) · k.
   auto upstream_of = [&](int r) { return torch::arange(2 * n * 3, torch::kFloat32).view({2 * n, 3}) * (r + 1); };
-  const int64_t calls_before = comm->stats().count(workbook::CommOp::ReduceScatter);
+  std::array<int64_t, workbook::kCommOpCount> before{};
+  for (int op = 0; op < workbook::kCommOpCount; ++op) before[op] = comm->stats().count(static_cast<workbook::CommOp>(op));
   const torch::Tensor grad = torch::autograd::grad({(gathered * upstream_of(rank)).sum()}, {mine})[0];
-  torch::Tensor expected = torch::zeros({2, 3});
-  for (int r = 0; r < n; ++r) expected += upstream_of(r).narrow(0, 2 * rank, 2);
-  INFO("backward: the rows [2r, 2r+2) of every rank's gradient, summed (exact integers)");
+  auto calls = [&](workbook::CommOp op) { return comm->stats().count(op) - before[static_cast<int>(op)]; };
+
+  // The oracle: one process holding every rank's rows, autograd on the sum
+  // of every rank's loss; this rank's rows of that gradient.
+  std::vector<torch::Tensor> everyone;
+  for (int r = 0; r < n; ++r) everyone.push_back(rows_of(r, {2, 3}));
+  torch::Tensor all_rows = torch::cat(everyone).requires_grad_(true);
+  torch::Tensor total = torch::zeros({});
+  for (int r = 0; r < n; ++r) total = total + (all_rows * upstream_of(r)).sum();
+  const torch::Tensor expected = torch::autograd::grad({total}, {all_rows})[0].narrow(0, 2 * rank, 2);
+  INFO("backward: this rank's input gradient is not its rows' gradient of the sum of every rank's loss "
+       "(exact integers)");
   REQUIRE(mpi_test::all_ranks(torch::equal(grad, expected)));
-  INFO("backward: one reduce-scatter");
-  REQUIRE(mpi_test::all_ranks(comm->stats().count(workbook::CommOp::ReduceScatter) - calls_before == 1));
+  int64_t collectives = 0;
+  for (workbook::CommOp op : {workbook::CommOp::Broadcast, workbook::CommOp::AllReduce, workbook::CommOp::AllGather,
+                              workbook::CommOp::ReduceScatter, workbook::CommOp::Barrier})
+    collectives += calls(op);
+  INFO("backward made " << collectives << " collective call(s); the contract is one");
+  REQUIRE(mpi_test::all_ranks(collectives == 1));
+  INFO("backward made an all-reduce: every rank received all n·B rows of results, where it needs only its own B");
+  REQUIRE(mpi_test::all_ranks(calls(workbook::CommOp::AllReduce) == 0));
 }
