@@ -80,9 +80,10 @@ class DynamicLossScaler {
 
   // ex9.2: divides every defined .grad of `parameters` by the scale, in
   // place, and returns whether any of them, on ANY rank of `comm`, holds an
-  // inf or a NaN: one all-reduce of one flag per call, so that every rank
-  // gets the same answer (with Chapter 7's shards each rank sees only its own
-  // gradients, and one rank alone skipping would leave the others ahead).
+  // inf or a NaN. Every rank gets the same answer (with Chapter 7's shards
+  // each rank sees only its own gradients, and one rank alone skipping would
+  // leave the others ahead), for at most one collective call per call,
+  // however many tensors (the tests count them).
   bool unscale(const std::vector<torch::Tensor>& parameters, workbook::Communicator& comm);
 
   // ex9.2: called once after every step tried, with whether it overflowed

@@ -47,25 +47,25 @@ struct Bucket {
 
 // The buckets PyTorch's DDP ends up with when backward produces the
 // gradients in reverse registration order (it rebuilds its buckets after the
-// first iteration in the order the gradients became ready, the first one
-// small: Reducer::rebuild_buckets). The contract, by its result:
-//  * every parameter is in exactly one bucket; bucket 0 holds the last
-//    registered parameter; reading the buckets in order, and each bucket's
-//    `parameters` in order, lists every index from the last to the first;
+// first iteration in the order the gradients became ready:
+// Reducer::rebuild_buckets). What must hold:
+//  * every parameter is in exactly one bucket, and no bucket is empty;
+//    bucket 0 holds the last registered parameter; reading the buckets in
+//    order, and each bucket's `parameters` in order, lists every index from
+//    the last to the first;
 //  * offsets: where each parameter starts in the bucket's flat buffer, in
 //    that order, with no gaps; `elements` is the buffer's length;
-//  * bucket 0's limit is first_bucket_bytes, every later bucket's
-//    bucket_cap_bytes. Every bucket but the last reaches its limit (bytes >=
-//    limit) and would stay under it without its last parameter; the last
-//    bucket may be under its limit. So one parameter larger than the limit
-//    ends the bucket it joins, and no bucket is empty.
-// Edge cases the tests check: no parameters gives no buckets; a bucket that
-// reaches its limit with the very last parameter is not followed by an
-// empty one. All parameters must share one dtype and device (asserted).
-// Example (float32, 4 bytes an element; limits 400 B, then 1000 B):
-//   sizes in elements   [30, 40, 200, 10, 100, 60, 300]   (parameters 0 to 6)
-//   buckets             {6} 1200 B | {5, 4, 3, 2} 1480 B | {1, 0} 280 B
-//   offsets             {0}        | {0, 60, 160, 170}   | {0, 40}
+//  * the limits are in bytes: first_bucket_bytes for bucket 0,
+//    bucket_cap_bytes for every later one.
+// When a limit closes a bucket is DDP's rule, and the examples are its
+// results (the tests hold you to these and to more like them): find the rule
+// that gives all three. All parameters share one dtype and device (asserted).
+// Float32, 4 bytes an element:
+//   limits 400 B, then 1000 B; sizes in elements [30, 40, 200, 10, 100, 60, 300]
+//     buckets   {6} 1200 B | {5, 4, 3, 2} 1480 B    | {1, 0} 280 B
+//     offsets   {0}        | {0, 60, 160, 170}      | {0, 40}
+//   limits 400 B, then 400 B; sizes [100, 100]      → {1} 400 B | {0} 400 B
+//   no parameters                                   → no buckets
 std::vector<Bucket> assign_buckets(const std::vector<torch::Tensor>& parameters,
                                    int64_t first_bucket_bytes = int64_t{1} << 20,
                                    int64_t bucket_cap_bytes = int64_t{25} << 20);

@@ -40,8 +40,9 @@ struct Partition {
   std::vector<int64_t> offsets;  // parameter i starts at offsets[i] in the flat buffer ...
   std::vector<int64_t> sizes;    // ... and has sizes[i] elements; parameters follow each other, no gaps
   int64_t numel = 0;             // the sum of sizes
-  int64_t padded_numel = 0;      // numel rounded up to a multiple of world_size
-  int64_t shard_numel = 0;       // padded_numel / world_size: every shard has this length
+  int64_t padded_numel = 0;      // the buffer's length: world_size equal shards hold every
+                                 // element, with as little padding as can be
+  int64_t shard_numel = 0;       // every shard's length
   // The parameters' parts in this rank's shard [rank x shard_numel, (rank + 1) x shard_numel),
   // in order; padding is in no piece. A rank whose shard is all padding has none.
   std::vector<ShardPiece> pieces;
@@ -53,8 +54,7 @@ struct Partition {
 };
 
 // ex7.1: the layout of parameters with these element counts, in this order,
-// for `rank` of `world_size`. padded_numel is the smallest multiple of
-// world_size >= numel (0 when numel is 0). The tests try 1 to 5 ranks with a
+// for `rank` of `world_size` (no elements: no padding either). The tests try 1 to 5 ranks with a
 // count they do not divide, a parameter split across every shard, an empty
 // parameter, no parameters at all, and fewer elements than ranks (shards that
 // are all padding).

@@ -15,15 +15,11 @@ std::vector<torch::Tensor> float_parameters(const std::vector<int64_t>& sizes) {
 
 }  // namespace
 
-TEST_CASE("ex4.4 assign_buckets walks the parameters backwards and closes a bucket once it reaches its limit",
-          "[ex4.4]") {
+TEST_CASE("ex4.4 assign_buckets gives the header's first example (limits 400 B, then 1000 B)", "[ex4.4]") {
   // float32: 4 bytes per element. First bucket: 400 bytes (100 elements),
   // then 1000 bytes (250 elements).
   const auto parameters = float_parameters({30, 40, 200, 10, 100, 60, 300});
   const std::vector<ch04::Bucket> buckets = ch04::assign_buckets(parameters, 400, 1000);
-  // Backwards: 300 elements (1200 B) alone already pass the first limit;
-  // 60 + 100 + 10 + 200 = 370 elements (1480 B) pass the cap at the 200;
-  // 40 + 30 are what is left.
   REQUIRE(buckets.size() == 3);
   CHECK(buckets[0].parameters == std::vector<size_t>{6});
   CHECK(buckets[0].elements == 300);
@@ -35,7 +31,7 @@ TEST_CASE("ex4.4 assign_buckets walks the parameters backwards and closes a buck
   CHECK(buckets[2].elements == 70);
 }
 
-TEST_CASE("ex4.4 the first bucket is small, later ones fill up to the cap", "[ex4.4]") {
+TEST_CASE("ex4.4 ten equal parameters: one in the small first bucket, five in the next (2000 B, the cap), then four", "[ex4.4]") {
   // Ten parameters of 100 elements (400 B each); first bucket 400 B, cap 2000 B.
   const auto parameters = float_parameters(std::vector<int64_t>(10, 100));
   const std::vector<ch04::Bucket> buckets = ch04::assign_buckets(parameters, 400, 2000);
