@@ -58,8 +58,8 @@ std::pair<int, int> blocks_of_stage(int stage, int stages);
 
 // What a stage keeps of a micro-batch between its forward and its backward.
 struct HeldActivations {
-  torch::Tensor input;   // what came in (from the previous stage, with requires_grad; the first stage: images)
-  torch::Tensor output;  // what went out, with its autograd graph (the last stage: the loss / m)
+  torch::Tensor input;   // what came in (the first stage: images); backward returns its gradient
+  torch::Tensor output;  // what went out (the last stage: the loss / m); backward starts from it
 };
 
 // What a stage measured in one step (end_step()).

@@ -49,6 +49,16 @@ std::string arguments(CommOp op, torch::ScalarType dtype, int64_t count, int pee
   }
 }
 
+bool overlaps(const torch::Tensor& a, const torch::Tensor& b) {
+  const auto* a0 = static_cast<const char*>(a.data_ptr());
+  const auto* b0 = static_cast<const char*>(b.data_ptr());
+  return a.numel() > 0 && b.numel() > 0 && a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
+}
+
+bool is_own_chunk(const torch::Tensor& input, const torch::Tensor& output, int rank) {
+  return input.data_ptr() == static_cast<const char*>(output.data_ptr()) + rank * input.nbytes();
+}
+
 }  // namespace
 
 const char* op_name(CommOp op) {
@@ -227,6 +237,14 @@ void Communicator::all_gather(const torch::Tensor& input, torch::Tensor& output)
   WB_ASSERT(output.numel() == input.numel() * size() && output.scalar_type() == input.scalar_type(),
             "all_gather: output must hold {} x {} elements of the input's dtype, has {}", size(), input.numel(),
             output.numel());
+  // Note: [all-gather in place] ZeRO's step gathers into the flat buffer the
+  // shards that already lie in it, at their own places. MPI (MPI_IN_PLACE)
+  // and NCCL (sendbuff == recvbuff + rank * count) both gather in place
+  // then, with no copy; any other overlap is undefined in both, so refused.
+  WB_ASSERT(!overlaps(input, output) || is_own_chunk(input, output, rank()),
+            "all_gather: the input overlaps the output, but is not this rank's chunk of it (elements [{}, {})): "
+            "copy it out first (.clone()), or pass that chunk itself for a gather in place",
+            rank() * input.numel(), (rank() + 1) * input.numel());
   const auto call = begin(CommOp::AllGather, &input, input.numel(), 0, ReduceOp::Sum);
   do_all_gather(input, output);
 }
@@ -245,6 +263,7 @@ void Communicator::reduce_scatter(const torch::Tensor& input, torch::Tensor& out
   WB_ASSERT(input.numel() == output.numel() * size() && output.scalar_type() == input.scalar_type(),
             "reduce_scatter: input must hold {} x {} elements of the output's dtype, has {}", size(), output.numel(),
             input.numel());
+  WB_ASSERT(!overlaps(input, output), "reduce_scatter: the output overlaps the input: give it a buffer of its own");
   const auto call = begin(CommOp::ReduceScatter, &output, output.numel(), 0, op);
   do_reduce_scatter(input, output, op);
 }

@@ -230,8 +230,11 @@ class MpiCommunicator final : public Communicator {
 
   void do_all_gather(const torch::Tensor& input, torch::Tensor& output) override {
     const MPI_Datatype type = mpi_type(input.scalar_type());
-    check(MPI_Allgather(input.data_ptr(), mpi_count(input.numel()), type, output.data_ptr(), mpi_count(input.numel()),
-                        type, data_),
+    // In place when the input is this rank's chunk of the output (Note [all-gather in place]).
+    const bool in_place = input.numel() > 0 && input.data_ptr() == static_cast<const char*>(output.data_ptr()) +
+                                                                       rank() * input.nbytes();
+    check(MPI_Allgather(in_place ? MPI_IN_PLACE : input.data_ptr(), mpi_count(input.numel()), type, output.data_ptr(),
+                        mpi_count(input.numel()), type, data_),
           "MPI_Allgather");
   }
 

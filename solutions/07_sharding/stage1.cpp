@@ -35,9 +35,9 @@ void OptimizerStateSharding::step() {
   // The optimizer steps 1/N of the parameters, with 1/N of the state.
   step_optimizer(comm_);
   // The other half of the all-reduce: every rank gets every updated shard.
-  // The input is copied out first: it lies inside the output buffer.
-  const torch::Tensor mine = group_->shard().clone();
-  comm_.all_gather(mine, group_->flat());
+  // The shard already lies at its place in the flat buffer: a gather in
+  // place (Note [all-gather in place] in the communicator), no copy.
+  comm_.all_gather(group_->shard(), group_->flat());
   // END SOLUTION
 }
 

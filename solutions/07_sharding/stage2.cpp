@@ -108,10 +108,7 @@ void GradientSharding::step() {
   // Buckets still waiting (a parameter got no gradient): zeros where nothing arrived.
   while (next_to_reduce_ < buckets_.size()) reduce_bucket(next_to_reduce_);
   step_optimizer(comm_);
-  for (auto& bucket : buckets_) {
-    const torch::Tensor mine = bucket->shard().clone();
-    comm_.all_gather(mine, bucket->flat());
-  }
+  for (auto& bucket : buckets_) comm_.all_gather(bucket->shard(), bucket->flat());  // in place
   // END SOLUTION
   zero_grad();  // the .grad of the last bucket's last parameter
   start_next_step();

@@ -80,6 +80,28 @@ TEST_CASE("all_gather puts rank r's tensor at slot r", "[communicator][np1][np3]
   }
 }
 
+TEST_CASE("all_gather in place: the input is this rank's own chunk of the output", "[communicator][np1][np3]") {
+  auto comm = mpi_test::communicator();
+  const int64_t n = comm->size();
+  for (int64_t count : {int64_t{1}, int64_t{7}, int64_t{333334}}) {
+    CAPTURE(count);
+    torch::Tensor flat = torch::full({n * count}, -1.0f);
+    torch::Tensor mine = flat.narrow(0, comm->rank() * count, count);
+    mine.copy_(exact_values(count, comm->rank() + 1, torch::kFloat32));
+    comm->all_gather(mine, flat);
+    for (int r = 0; r < n; ++r)
+      REQUIRE(torch::equal(flat.narrow(0, r * count, count), exact_values(count, r + 1, torch::kFloat32)));
+  }
+  INFO("an input that overlaps the output elsewhere than at this rank's chunk is refused, on every rank, before any "
+       "message is sent");
+  torch::Tensor spare = torch::zeros({n * 4 + 1});
+  torch::Tensor output = spare.narrow(0, 0, n * 4);
+  REQUIRE_THROWS_AS(comm->all_gather(spare.narrow(0, comm->rank() * 4 + 1, 4), output), workbook::InternalError);
+  torch::Tensor buffer = torch::zeros({n * 2});
+  torch::Tensor inside = buffer.narrow(0, 0, 2);
+  REQUIRE_THROWS_AS(comm->reduce_scatter(buffer, inside, ReduceOp::Sum), workbook::InternalError);
+}
+
 TEST_CASE("reduce_scatter gives rank r the reduction of chunk r", "[communicator][np1][np3]") {
   auto comm = mpi_test::communicator();
   const int64_t n = comm->size();

@@ -122,11 +122,14 @@ class Communicator {
   // `tensor` on every rank becomes the element-wise sum (or mean) over ranks.
   void all_reduce(torch::Tensor& tensor, ReduceOp op);
   // `output` (size() * input.numel() elements) holds every rank's `input`,
-  // rank r's at elements [r * n, (r + 1) * n).
+  // rank r's at elements [r * n, (r + 1) * n). `input` may be this rank's
+  // own chunk of `output` (a view of it: a gather in place, no copy); any
+  // other overlap of the two is refused.
   void all_gather(const torch::Tensor& input, torch::Tensor& output);
   torch::Tensor all_gather(const torch::Tensor& input);  // a new [size(), input.shape...] tensor
   // `input` holds size() chunks of output.numel() elements; `output` on rank
-  // r becomes the sum (or mean) over ranks of their chunk r.
+  // r becomes the sum (or mean) over ranks of their chunk r. The two must
+  // not overlap.
   void reduce_scatter(const torch::Tensor& input, torch::Tensor& output, ReduceOp op);
   // Point to point: `recv` fills `tensor` (its dtype and count must match the send).
   void send(const torch::Tensor& tensor, int peer);
