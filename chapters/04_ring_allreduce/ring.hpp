@@ -73,9 +73,11 @@ struct RingOptions {
 // float64, the same count on every rank): afterwards segment (rank + 1) mod
 // n holds the exact sum over ranks of that segment (the picture above); the
 // other segments hold whatever partial sums are left. Each step's segment
-// goes in chunks of options.chunk_elements (resolved by for_buffer), and the
-// next chunk is already on its way while one is added (Note: [chunks] in
-// reduce_scatter.cpp). Must work for any count (0, fewer elements than
+// goes in chunks of options.chunk_elements (resolved by for_buffer), and
+// within a step the next chunk is already on its way while one is added
+// (Note: [chunks] in reduce_scatter.cpp; the tests look for it; overlapping
+// one step's last add with the next step's first chunk is not asked, though
+// it is correct too). Must work for any count (0, fewer elements than
 // ranks: empty segments and empty chunks) and any n >= 1 (n = 1: nothing to
 // send). Collective: every rank calls it.
 void ring_reduce_scatter(torch::Tensor& buffer, workbook::Communicator& comm, const RingOptions& options = {});

@@ -142,7 +142,8 @@ class MasterWeights {
   torch::ScalarType compute_dtype() const { return compute_; }
 
   // ex9.3: each master's .grad becomes its model parameter's .grad in
-  // float32 (a parameter without a gradient leaves its master's undefined).
+  // float32; where the parameter has none (undefined), the master has none
+  // either, whatever it had before.
   void gradients_to_masters();
   // ex9.3: each model parameter becomes its master rounded to the compute
   // dtype, in place (the model's tensors stay the same objects).

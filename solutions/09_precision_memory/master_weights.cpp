@@ -22,7 +22,10 @@ void MasterWeights::gradients_to_masters() {
   // BEGIN SOLUTION ex9.3
   for (size_t i = 0; i < parameters_.size(); ++i) {
     const torch::Tensor& grad = parameters_[i].grad();
-    if (!grad.defined()) continue;
+    if (!grad.defined()) {  // no gradient this step: none for the optimizer either
+      masters_[i].mutable_grad() = torch::Tensor();
+      continue;
+    }
     if (masters_[i].grad().defined())
       masters_[i].mutable_grad().copy_(grad);  // widened to float32 by the copy
     else

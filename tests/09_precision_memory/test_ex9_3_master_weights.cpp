@@ -62,6 +62,12 @@ TEST_CASE("ex9.3 gradients go to the masters in float32; the masters come back r
     REQUIRE(masters.masters()[i].grad().scalar_type() == torch::kFloat32);
     REQUIRE(torch::equal(masters.masters()[i].grad(), model->parameters()[i].grad().to(torch::kFloat32)));
   }
+  // The next step, the first parameter gets no gradient (set to none, as zero_grad does).
+  model->parameters()[0].mutable_grad() = torch::Tensor();
+  masters.gradients_to_masters();
+  INFO("a parameter without a gradient: its master's gradient must be undefined too, not the last step's (the "
+       "optimizer would step with it again)");
+  REQUIRE_FALSE(masters.masters()[0].grad().defined());
   std::vector<void*> storage;
   for (const torch::Tensor& p : model->parameters()) storage.push_back(p.data_ptr());
   {
