@@ -106,7 +106,7 @@ class PipelineStage : public torch::nn::Module {
   // ---- ex8.5: one micro-batch through this stage -----------------------------
   // forward: `input` is recv_forward's (images on the first stage). Runs the
   // stage's layers; the last stage turns its logits into the micro-batch's
-  // loss / m. Keeps what backward needs in `held` and returns the output,
+  // loss / m (the loss: the mean cross-entropy over the micro-batch's rows). Keeps what backward needs in `held` and returns the output,
   // detached: what send_forward passes on.
   torch::Tensor forward(int64_t micro, const torch::Tensor& input);
   // backward: `output_grad` is recv_backward's (undefined on the last stage,

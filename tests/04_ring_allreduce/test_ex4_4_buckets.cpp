@@ -67,12 +67,11 @@ TEST_CASE("ex4.4 at the edges: no parameters, no buckets; a bucket filled by the
           "[ex4.4]") {
   INFO("no parameters: no buckets (an empty bucket would be all-reduced for nothing)");
   REQUIRE(ch04::assign_buckets({}, 400, 1000).empty());
-  // 100 + 100 elements with limits of 400 B: each parameter fills its bucket
-  // exactly (400 B >= 400 B), the last one (parameter 0) included.
+  // The header's second example.
   const auto parameters = float_parameters({100, 100});
   const std::vector<ch04::Bucket> buckets = ch04::assign_buckets(parameters, 400, 400);
-  INFO("two buckets of one parameter each; got " << buckets.size() << " bucket(s): a bucket that reaches its limit "
-       "closes (>=), and no empty bucket follows the last parameter");
+  INFO("the header's second example: two buckets of one parameter each, and nothing after them; got "
+       << buckets.size() << " bucket(s)");
   REQUIRE(buckets.size() == 2);
   CHECK(buckets[0].parameters == std::vector<size_t>{1});
   CHECK(buckets[1].parameters == std::vector<size_t>{0});

@@ -37,8 +37,8 @@ TEST_CASE("ex7.1 partition_parameters matches an element-by-element oracle", "[e
         REQUIRE(got.offsets == expected.offsets);
         REQUIRE(got.sizes == expected.sizes);
         REQUIRE(got.numel == expected.numel);
-        INFO("padded_numel: the smallest multiple of the world size that holds every element; every shard "
-             "the same length, padded_numel / world_size");
+        INFO("padded_numel and shard_numel: world_size equal shards that hold every element, with as little "
+             "padding as can be");
         REQUIRE(got.padded_numel == expected.padded_numel);
         REQUIRE(got.shard_numel == expected.shard_numel);
         REQUIRE(got.world_size == world);
