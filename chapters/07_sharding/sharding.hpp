@@ -48,7 +48,7 @@ class OptimizerStateSharding : public Sharding {
   // gradient from owned().grad, which the constructor made a view of
   // group_->shard_gradient(); step through step_optimizer() (it clips first
   // when asked). A rank sends per step what DDP's ring all-reduce sends, padding
-  // aside (the tests count it).
+  // aside, in at most two collective calls (the tests count both).
   void step() override;
   HeldBytes held() const override;
   torch::optim::Optimizer& optimizer() override { return *optimizer_; }
