@@ -14,7 +14,8 @@ OptimizerStateSharding::OptimizerStateSharding(torch::nn::Module& model, workboo
   max_grad_norm_ = options.max_grad_norm;
   // The optimizer sees one tensor: this rank's part of the flat buffer
   // (detach: a leaf of its own that shares the buffer's memory), whose
-  // gradient is the averaged shard the reduce-scatter writes.
+  // gradient is shard_gradient(), where step() must put this rank's shard of
+  // the averaged gradient.
   owned_ = group_->owned().detach();
   owned_.mutable_grad() = group_->shard_gradient().narrow(0, 0, owned_.numel());
   optimizer_ = make_optimizer({group_.get()}, {owned_});

@@ -44,7 +44,7 @@ TEST_CASE("ex7.2 stage 1 trains the same model as DDP (SGD and Adam)", "[ex7.2][
     const double difference = stage1_against_ddp(make_optimizer, *comm);
     INFO(name << ", " << comm->size() << " ranks: after 4 steps the largest difference from Chapter 3's DDP is "
               << difference << " (required: " << (exact ? "0, bit-identical" : "below 1e-6")
-              << "). Average the gradients (not sum), step the shard, then all-gather every shard.");
+              << "): every rank's model must be the one DDP's step gives, with the gradient averaged over ranks.");
     REQUIRE(mpi_test::all_ranks(exact ? difference == 0 : difference < 1e-6));
   }
 }
