@@ -25,32 +25,6 @@ constexpr uint32_t kLabelsMagic = 0x00000801;
 constexpr int64_t kRows = 28, kCols = 28;
 constexpr int64_t kClasses = 10;
 
-// The decompressed bytes of `file`; zlib passes uncompressed files through.
-std::vector<uint8_t> read_all_bytes(const fs::path& file) {
-  WB_CHECK(path_exists(file), "{}: file not found (or not readable)", file.string());
-  gzFile handle = gzopen(file.c_str(), "rb");
-  WB_CHECK(handle != nullptr, "{}: cannot open for reading", file.string());
-  std::vector<uint8_t> bytes;
-  std::vector<uint8_t> chunk(1 << 20);
-  while (true) {
-    int got = gzread(handle, chunk.data(), static_cast<unsigned>(chunk.size()));
-    if (got < 0) {
-      int code = 0;
-      std::string reason = gzerror(handle, &code);
-      gzclose(handle);
-      throw UserError(fmt::format("{}: corrupt gzip data ({})", file.string(), reason));
-    }
-    if (got == 0) break;
-    bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + got);
-  }
-  int code = 0;
-  std::string reason = gzerror(handle, &code);
-  gzclose(handle);
-  // A gzip stream cut short reads to its end without error but sets Z_BUF_ERROR.
-  WB_CHECK(code == Z_OK || code == Z_STREAM_END, "{}: truncated or corrupt gzip data ({})", file.string(), reason);
-  return bytes;
-}
-
 uint32_t big_endian_u32(const std::vector<uint8_t>& bytes, size_t offset) {
   return (uint32_t{bytes[offset]} << 24) | (uint32_t{bytes[offset + 1]} << 16) |
          (uint32_t{bytes[offset + 2]} << 8) | uint32_t{bytes[offset + 3]};
@@ -84,6 +58,44 @@ std::vector<int64_t> parse_header(const std::vector<uint8_t>& bytes, const fs::p
 
 }  // namespace
 
+std::vector<uint8_t> read_decompressed(const fs::path& file) {
+  WB_CHECK(path_exists(file), "{}: file not found (or not readable)", file.string());
+  gzFile handle = gzopen(file.c_str(), "rb");
+  WB_CHECK(handle != nullptr, "{}: cannot open for reading", file.string());
+  std::vector<uint8_t> bytes;
+  std::vector<uint8_t> chunk(1 << 20);
+  while (true) {
+    int got = gzread(handle, chunk.data(), static_cast<unsigned>(chunk.size()));
+    if (got < 0) {
+      int code = 0;
+      std::string reason = gzerror(handle, &code);
+      gzclose(handle);
+      throw UserError(fmt::format("{}: corrupt gzip data ({})", file.string(), reason));
+    }
+    if (got == 0) break;
+    bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + got);
+  }
+  int code = 0;
+  std::string reason = gzerror(handle, &code);
+  gzclose(handle);
+  // A gzip stream cut short reads to its end without error but sets Z_BUF_ERROR.
+  WB_CHECK(code == Z_OK || code == Z_STREAM_END, "{}: truncated or corrupt gzip data ({})", file.string(), reason);
+  return bytes;
+}
+
+void verify_data_checksum(const fs::path& file, const std::string& name, const std::string& actual) {
+  for (const auto& entry : config::data_sha256) {
+    if (entry.file == name) {
+      WB_CHECK(actual == entry.sha256,
+               "{}: checksum mismatch: the decompressed SHA-256 is {}, data/SHA256SUMS expects {} "
+               "(a corrupt or different file; see data/README.md)",
+               file.string(), actual, entry.sha256);
+      return;
+    }
+  }
+  WB_ASSERT(false, "no checksum for {} in data/SHA256SUMS", name);
+}
+
 std::string sha256_hex(const void* data, size_t size) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
@@ -94,7 +106,7 @@ std::string sha256_hex(const void* data, size_t size) {
 }
 
 IdxImages read_idx_images(const fs::path& file) {
-  std::vector<uint8_t> bytes = read_all_bytes(file);
+  std::vector<uint8_t> bytes = read_decompressed(file);
   std::vector<int64_t> shape = parse_header(bytes, file, kImagesMagic, 3);
   WB_CHECK(shape[1] == kRows && shape[2] == kCols, "{}: images are {}x{}, expected {}x{}", file.string(),
            shape[1], shape[2], kRows, kCols);
@@ -104,7 +116,7 @@ IdxImages read_idx_images(const fs::path& file) {
 }
 
 IdxLabels read_idx_labels(const fs::path& file) {
-  std::vector<uint8_t> bytes = read_all_bytes(file);
+  std::vector<uint8_t> bytes = read_decompressed(file);
   std::vector<int64_t> shape = parse_header(bytes, file, kLabelsMagic, 1);
   torch::Tensor labels = torch::empty({shape[0]}, torch::kUInt8);
   std::memcpy(labels.data_ptr(), bytes.data() + 8, static_cast<size_t>(labels.numel()));
@@ -127,18 +139,6 @@ fs::path idx_file(const fs::path& directory, const std::string& name) {
   return gz;
 }
 
-void verify_checksum(const fs::path& file, const std::string& name, const std::string& actual) {
-  for (const auto& entry : config::fashion_mnist_sha256) {
-    if (entry.file == name) {
-      WB_CHECK(actual == entry.sha256,
-               "{}: checksum mismatch: the decompressed SHA-256 is {}, data/SHA256SUMS expects {} "
-               "(a corrupt or different file; see data/README.md)",
-               file.string(), actual, entry.sha256);
-      return;
-    }
-  }
-  WB_ASSERT(false, "no checksum for {} in data/SHA256SUMS", name);
-}
 
 Dataset load_split(const fs::path& directory, const std::string& prefix, const LoadOptions& options,
                    int64_t keep) {
@@ -149,8 +149,8 @@ Dataset load_split(const fs::path& directory, const std::string& prefix, const L
   fs::path labels_file = idx_file(directory, labels_name);
   IdxLabels labels = read_idx_labels(labels_file);
   if (options.verify_checksums) {
-    verify_checksum(images_file, images_name, images.sha256);
-    verify_checksum(labels_file, labels_name, labels.sha256);
+    verify_data_checksum(images_file, images_name, images.sha256);
+    verify_data_checksum(labels_file, labels_name, labels.sha256);
   }
   const int64_t count = images.pixels.size(0);
   WB_CHECK(count == labels.labels.size(0), "{} holds {} images but {} holds {} labels", images_file.string(),

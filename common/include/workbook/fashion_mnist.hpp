@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -60,5 +61,12 @@ FashionMnist load_training_data(const std::optional<std::filesystem::path>& dire
 
 // The SHA-256 (hex) of a byte string; exposed for tests.
 std::string sha256_hex(const void* data, size_t size);
+
+// The bytes of `file`, decompressed when it is gzipped (zlib passes a plain
+// file through). A missing, unreadable or corrupt file is a UserError naming it.
+std::vector<uint8_t> read_decompressed(const std::filesystem::path& file);
+
+// A UserError unless `actual` is the SHA-256 data/SHA256SUMS lists for `name`.
+void verify_data_checksum(const std::filesystem::path& file, const std::string& name, const std::string& actual);
 
 }  // namespace workbook
