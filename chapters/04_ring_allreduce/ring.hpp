@@ -95,6 +95,7 @@ void ring_all_gather(torch::Tensor& buffer, workbook::Communicator& comm);
 // through the ring only: no library collective. Any count (0, fewer than the
 // ranks, not divisible by them, millions), any world size >= 1. Dividing the
 // whole result works; there is a place where dividing costs n times less.
+// (ReduceOp::Max is not the ring's: refused.)
 void ring_all_reduce(torch::Tensor& buffer, workbook::ReduceOp op, workbook::Communicator& comm,
                      const RingOptions& options = {});
 

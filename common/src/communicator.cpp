@@ -41,7 +41,8 @@ std::string arguments(CommOp op, torch::ScalarType dtype, int64_t count, int pee
   switch (op) {
     case CommOp::Broadcast: return text + fmt::format(", root {}", peer);
     case CommOp::AllReduce:
-    case CommOp::ReduceScatter: return text + (reduce == ReduceOp::Sum ? ", sum" : ", average");
+    case CommOp::ReduceScatter:
+      return text + (reduce == ReduceOp::Sum ? ", sum" : reduce == ReduceOp::Average ? ", average" : ", max");
     case CommOp::Send: return text + fmt::format(", to rank {}", peer);
     case CommOp::Recv: return text + fmt::format(", from rank {}", peer);
     case CommOp::Exchange: return text;  // the caller adds both peers

@@ -58,6 +58,29 @@ void sum_16bit(void* in, void* inout, int* length, MPI_Datatype*) {
   for (int i = 0; i < *length; ++i) into[i] = static_cast<Half>(into[i] + from[i]);
 }
 
+template <typename Half>
+void max_16bit(void* in, void* inout, int* length, MPI_Datatype*) {
+  const Half* from = static_cast<const Half*>(in);
+  Half* into = static_cast<Half*>(inout);
+  for (int i = 0; i < *length; ++i)
+    if (static_cast<float>(from[i]) > static_cast<float>(into[i])) into[i] = from[i];
+}
+
+// MPI_MAX for MPI's own types; 16-bit values travel as MPI_UINT16_T, whose
+// largest bit pattern is not the largest number, so they get their own.
+MPI_Op max_op(torch::ScalarType dtype) {
+  static MPI_Op half_max = MPI_OP_NULL, bfloat16_max = MPI_OP_NULL;  // made once, after MPI_Init
+  if (dtype == torch::kFloat16) {
+    if (half_max == MPI_OP_NULL) MPI_Op_create(&max_16bit<c10::Half>, /*commute=*/1, &half_max);
+    return half_max;
+  }
+  if (dtype == torch::kBFloat16) {
+    if (bfloat16_max == MPI_OP_NULL) MPI_Op_create(&max_16bit<c10::BFloat16>, /*commute=*/1, &bfloat16_max);
+    return bfloat16_max;
+  }
+  return MPI_MAX;
+}
+
 MPI_Op sum_op(torch::ScalarType dtype) {
   static MPI_Op half_sum = MPI_OP_NULL, bfloat16_sum = MPI_OP_NULL;  // made once, after MPI_Init
   if (dtype == torch::kFloat16) {
@@ -222,8 +245,9 @@ class MpiCommunicator final : public Communicator {
   }
 
   void do_all_reduce(torch::Tensor& tensor, ReduceOp op) override {
+    const MPI_Op combine = op == ReduceOp::Max ? max_op(tensor.scalar_type()) : sum_op(tensor.scalar_type());
     check(MPI_Allreduce(MPI_IN_PLACE, tensor.data_ptr(), mpi_count(tensor.numel()), mpi_type(tensor.scalar_type()),
-                        sum_op(tensor.scalar_type()), data_),
+                        combine, data_),
           "MPI_Allreduce");
     if (op == ReduceOp::Average) tensor.div_(size());  // MPI has no average: sum, then divide
   }
@@ -239,8 +263,9 @@ class MpiCommunicator final : public Communicator {
   }
 
   void do_reduce_scatter(const torch::Tensor& input, torch::Tensor& output, ReduceOp op) override {
+    const MPI_Op combine = op == ReduceOp::Max ? max_op(output.scalar_type()) : sum_op(output.scalar_type());
     check(MPI_Reduce_scatter_block(input.data_ptr(), output.data_ptr(), mpi_count(output.numel()),
-                                   mpi_type(output.scalar_type()), sum_op(output.scalar_type()), data_),
+                                   mpi_type(output.scalar_type()), combine, data_),
           "MPI_Reduce_scatter_block");
     if (op == ReduceOp::Average) output.div_(size());
   }

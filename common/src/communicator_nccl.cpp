@@ -46,7 +46,7 @@ ncclDataType_t nccl_type(torch::ScalarType dtype) {
   }
 }
 
-ncclRedOp_t nccl_op(ReduceOp op) { return op == ReduceOp::Sum ? ncclSum : ncclAvg; }
+ncclRedOp_t nccl_op(ReduceOp op) { return op == ReduceOp::Sum ? ncclSum : op == ReduceOp::Average ? ncclAvg : ncclMax; }
 
 // Note: [NCCL and the host]
 // NCCL calls only enqueue work on a CUDA stream (LibTorch's current stream

@@ -9,6 +9,7 @@ void ring_all_reduce(torch::Tensor& buffer, workbook::ReduceOp op, workbook::Com
                      const RingOptions& options) {
   WB_ASSERT(buffer.dim() == 1 && buffer.is_contiguous() && buffer.is_floating_point(),
             "ring_all_reduce needs a flat, contiguous floating-point buffer (use .view(-1) on a contiguous tensor)");
+  WB_ASSERT(op != workbook::ReduceOp::Max, "ring_all_reduce sums or averages; for the largest, use Communicator::all_reduce");
   // BEGIN SOLUTION ex4.3
   ring_reduce_scatter(buffer, comm, options);
   if (op == workbook::ReduceOp::Average && comm.size() > 1) {

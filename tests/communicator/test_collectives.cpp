@@ -69,6 +69,26 @@ TEST_CASE("all_reduce sums and averages exactly", "[communicator][np1][np3]") {
   }
 }
 
+TEST_CASE("all_reduce and reduce_scatter with Max keep the largest, in every dtype, negative values too",
+          "[communicator][np1][np3]") {
+  auto comm = mpi_test::communicator();
+  const int64_t n = comm->size(), r = comm->rank();
+  for (torch::ScalarType dtype :
+       {torch::kFloat32, torch::kFloat64, torch::kInt64, torch::kInt32, torch::kFloat16, torch::kBFloat16}) {
+    CAPTURE(c10::toString(dtype));
+    // Element i: the largest is on rank i % n, the others lower; below zero, so that a bit pattern
+    // compared as an unsigned number (a 16-bit value's) would pick a wrong one.
+    const torch::Tensor i = torch::arange(7 * n, torch::kInt64);
+    const torch::Tensor mine = (-100 - ((i - r) % n + n) % n).to(dtype);
+    torch::Tensor largest = mine.clone();
+    comm->all_reduce(largest, ReduceOp::Max);
+    REQUIRE(torch::equal(largest, torch::full({7 * n}, -100, torch::kInt64).to(dtype)));
+    torch::Tensor chunk = torch::empty({7}, mine.options());
+    comm->reduce_scatter(mine, chunk, ReduceOp::Max);
+    REQUIRE(torch::equal(chunk, torch::full({7}, -100, torch::kInt64).to(dtype)));
+  }
+}
+
 TEST_CASE("all_gather puts rank r's tensor at slot r", "[communicator][np1][np3]") {
   auto comm = mpi_test::communicator();
   for (int64_t count : kCounts) {

@@ -16,7 +16,10 @@
 namespace workbook {
 
 enum class Backend { Mpi, Nccl };
-enum class ReduceOp { Sum, Average };
+// How all_reduce and reduce_scatter combine the ranks' values, element-wise:
+// the sum, the mean (floating point only), or the largest (a softmax's
+// maximum over a vocabulary split between ranks).
+enum class ReduceOp { Sum, Average, Max };
 
 // The operations, for counting and for messages.
 enum class CommOp { Barrier, Broadcast, AllReduce, AllGather, ReduceScatter, Send, Recv, Exchange, Split };
@@ -119,7 +122,7 @@ class Communicator {
   void barrier();
   // `tensor` on every rank becomes `root`'s.
   void broadcast(torch::Tensor& tensor, int root);
-  // `tensor` on every rank becomes the element-wise sum (or mean) over ranks.
+  // `tensor` on every rank becomes the element-wise sum (mean, largest) over ranks.
   void all_reduce(torch::Tensor& tensor, ReduceOp op);
   // `output` (size() * input.numel() elements) holds every rank's `input`,
   // rank r's at elements [r * n, (r + 1) * n). `input` may be this rank's
