@@ -66,31 +66,25 @@ void max_16bit(void* in, void* inout, int* length, MPI_Datatype*) {
     if (static_cast<float>(from[i]) > static_cast<float>(into[i])) into[i] = from[i];
 }
 
+// A user-defined operation, made the first time it is needed (after MPI_Init).
+MPI_Op made_once(MPI_Op& op, MPI_User_function* function) {
+  if (op == MPI_OP_NULL) MPI_Op_create(function, /*commute=*/1, &op);
+  return op;
+}
+
 // MPI_MAX for MPI's own types; 16-bit values travel as MPI_UINT16_T, whose
 // largest bit pattern is not the largest number, so they get their own.
 MPI_Op max_op(torch::ScalarType dtype) {
-  static MPI_Op half_max = MPI_OP_NULL, bfloat16_max = MPI_OP_NULL;  // made once, after MPI_Init
-  if (dtype == torch::kFloat16) {
-    if (half_max == MPI_OP_NULL) MPI_Op_create(&max_16bit<c10::Half>, /*commute=*/1, &half_max);
-    return half_max;
-  }
-  if (dtype == torch::kBFloat16) {
-    if (bfloat16_max == MPI_OP_NULL) MPI_Op_create(&max_16bit<c10::BFloat16>, /*commute=*/1, &bfloat16_max);
-    return bfloat16_max;
-  }
+  static MPI_Op half_max = MPI_OP_NULL, bfloat16_max = MPI_OP_NULL;
+  if (dtype == torch::kFloat16) return made_once(half_max, &max_16bit<c10::Half>);
+  if (dtype == torch::kBFloat16) return made_once(bfloat16_max, &max_16bit<c10::BFloat16>);
   return MPI_MAX;
 }
 
 MPI_Op sum_op(torch::ScalarType dtype) {
-  static MPI_Op half_sum = MPI_OP_NULL, bfloat16_sum = MPI_OP_NULL;  // made once, after MPI_Init
-  if (dtype == torch::kFloat16) {
-    if (half_sum == MPI_OP_NULL) MPI_Op_create(&sum_16bit<c10::Half>, /*commute=*/1, &half_sum);
-    return half_sum;
-  }
-  if (dtype == torch::kBFloat16) {
-    if (bfloat16_sum == MPI_OP_NULL) MPI_Op_create(&sum_16bit<c10::BFloat16>, /*commute=*/1, &bfloat16_sum);
-    return bfloat16_sum;
-  }
+  static MPI_Op half_sum = MPI_OP_NULL, bfloat16_sum = MPI_OP_NULL;
+  if (dtype == torch::kFloat16) return made_once(half_sum, &sum_16bit<c10::Half>);
+  if (dtype == torch::kBFloat16) return made_once(bfloat16_sum, &sum_16bit<c10::BFloat16>);
   return MPI_SUM;
 }
 
