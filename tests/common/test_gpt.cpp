@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <unistd.h>
+
 #include "workbook/errors.hpp"
 #include "workbook/gpt.hpp"
 #include "workbook/text_corpus.hpp"
