@@ -15,13 +15,13 @@ bool path_exists(const fs::path& path) {
   return fs::exists(path, error);
 }
 
-std::vector<DataCandidate> data_search_path(const std::optional<fs::path>& explicit_dir) {
+std::vector<DataCandidate> data_search_path(const std::optional<fs::path>& explicit_dir, const PackagePlace& package) {
   if (explicit_dir) return {{*explicit_dir, "--data"}};
   if (const char* env = std::getenv("WORKBOOK_DATA"); env != nullptr && *env != '\0')
     return {{fs::path(env), "$WORKBOOK_DATA"}};
   return {{fs::path("data"), "./data"},
           {fs::path(std::string(config::source_dir)) / "data", "the source tree"},
-          {fs::path("/usr/share/datasets/fashion-mnist"), "Debian's dataset-fashion-mnist"}};
+          {package.directory, package.name}};
 }
 
 fs::path find_fashion_mnist(const std::optional<fs::path>& explicit_dir) {

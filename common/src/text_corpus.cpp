@@ -13,12 +13,9 @@ namespace fs = std::filesystem;
 namespace workbook {
 
 fs::path find_text_corpus(const std::optional<fs::path>& explicit_dir) {
-  std::vector<DataCandidate> candidates = data_search_path(explicit_dir);
-  // Without --data and $WORKBOOK_DATA the last place is Fashion-MNIST's package: the corpus has its own.
-  if (candidates.back().directory == fs::path("/usr/share/datasets/fashion-mnist"))
-    candidates.back() = {fs::path("/usr/share/doc/jargon-text"), "Debian's jargon-text"};
   std::string searched;
-  for (const DataCandidate& candidate : candidates) {
+  for (const DataCandidate& candidate :
+       data_search_path(explicit_dir, {fs::path("/usr/share/doc/jargon-text"), "Debian's jargon-text"})) {
     for (const char* name : {"jargon.txt", "jargon.txt.gz"})
       if (path_exists(candidate.directory / name)) return candidate.directory / name;
     searched += fmt::format("\n  {} ({})", candidate.directory.string(), candidate.source);

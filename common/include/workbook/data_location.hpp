@@ -15,8 +15,14 @@ struct DataCandidate {
 
 // The places searched, in order: only `explicit_dir` (--data) when given, else
 // only $WORKBOOK_DATA when set (a typo is an error, not a silent fallback),
-// else ./data, <source>/data, /usr/share/datasets/fashion-mnist.
-std::vector<DataCandidate> data_search_path(const std::optional<std::filesystem::path>& explicit_dir);
+// else ./data, <source>/data, then `package` (where a Debian package puts the
+// files; by default Fashion-MNIST's, /usr/share/datasets/fashion-mnist).
+struct PackagePlace {
+  std::filesystem::path directory = "/usr/share/datasets/fashion-mnist";
+  std::string name = "Debian's dataset-fashion-mnist";
+};
+std::vector<DataCandidate> data_search_path(const std::optional<std::filesystem::path>& explicit_dir,
+                                            const PackagePlace& package = {});
 
 // The first candidate that holds train-images-idx3-ubyte(.gz). A UserError
 // lists every place searched and says how to get the data.
