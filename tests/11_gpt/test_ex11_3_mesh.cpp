@@ -6,6 +6,7 @@
 
 #include "mesh.hpp"
 #include "mpi_test.hpp"
+#include "workbook/errors.hpp"
 
 namespace {
 
