@@ -1,0 +1,60 @@
+// tp_block.cpp — ex11.1: a transformer block split by heads and hidden features.
+#include "tp_block.hpp"
+
+#include "workbook/errors.hpp"
+
+namespace ch11 {
+
+namespace {
+
+// A Linear holding `whole`'s weights, its output features reordered: rows `order`.
+torch::nn::Linear with_rows(const torch::nn::Linear& whole, const torch::Tensor& order) {
+  const auto& options = whole->options;
+  torch::nn::Linear reordered(torch::nn::LinearOptions(options.in_features(), options.out_features()));
+  torch::NoGradGuard no_grad;
+  reordered->weight.copy_(whole->weight.index_select(0, order));
+  reordered->bias.copy_(whole->bias.index_select(0, order));
+  return reordered;
+}
+
+}  // namespace
+
+TensorParallelBlockImpl::TensorParallelBlockImpl(const workbook::GptBlockImpl& whole, workbook::Communicator& comm) {
+  const int64_t t = comm.size(), all_heads = whole.attention->heads;
+  WB_CHECK(all_heads % t == 0, "{} attention heads cannot be split over {} tensor ranks", all_heads, t);
+  heads = all_heads / t;
+  norm1 = register_module("norm1", ch08::copy_layer<torch::nn::LayerNorm>(*whole.norm1));
+  norm2 = register_module("norm2", ch08::copy_layer<torch::nn::LayerNorm>(*whole.norm2));
+  // BEGIN SOLUTION ex11.1
+  // Note: [heads, not columns] qkv's rows are [q of every head | k | v]: a
+  // plain cut of its output features would give rank 0 all of q and none of
+  // v. Reordered so that each rank's contiguous rows are its heads' q, k and
+  // v, Chapter 8's column-parallel layer cuts it by heads as it is.
+  const int64_t width = whole.norm1->options.normalized_shape()[0], head_size = width / all_heads;
+  std::vector<int64_t> order;
+  for (int64_t r = 0; r < t; ++r)
+    for (int64_t part = 0; part < 3; ++part)  // q, k, v
+      for (int64_t f = r * heads * head_size; f < (r + 1) * heads * head_size; ++f)
+        order.push_back(part * width + f);
+  qkv = register_module("qkv", ch08::ColumnParallelLinear(with_rows(whole.attention->qkv, torch::tensor(order)), comm));
+  // The projection reads the heads' outputs in head order: its input columns
+  // of this rank's heads are a plain cut, and so are the MLP's hidden features.
+  projection = register_module("projection", ch08::RowParallelLinear(whole.attention->projection, comm));
+  expand = register_module("expand", ch08::ColumnParallelLinear(whole.expand, comm));
+  contract = register_module("contract", ch08::RowParallelLinear(whole.contract, comm));
+  // END SOLUTION
+}
+
+torch::Tensor TensorParallelBlockImpl::forward(const torch::Tensor& x) {
+  // BEGIN SOLUTION ex11.1
+  const int64_t n = x.size(0), positions = x.size(1), local_width = qkv->weight.size(0) / 3;
+  const std::vector<torch::Tensor> parts =
+      qkv(norm1(x)).view({n, positions, 3, heads, local_width / heads}).permute({2, 0, 3, 1, 4}).unbind(0);
+  // The scale is 1/√(head size), the same as the whole block's: not the width over t.
+  const torch::Tensor attended = workbook::causal_attention(parts[0], parts[1], parts[2]);
+  const torch::Tensor h = x + projection(attended.transpose(1, 2).reshape({n, positions, local_width}));
+  return h + contract(torch::gelu(expand(norm2(h))));
+  // END SOLUTION
+}
+
+}  // namespace ch11

@@ -1,0 +1,63 @@
+// Tests for ex11.1: a transformer block split over the tensor ranks against
+// the whole block (workbook::GptBlock) in float64, at 1, 2 and 4 ranks.
+#include "catch2_compat.hpp"
+
+#include "mpi_test.hpp"
+#include "tp_block.hpp"
+#include "workbook/errors.hpp"
+
+namespace {
+
+constexpr int64_t kWidth = 32, kHeads = 4;
+
+// Rows [first, first + count) of each of q, k and v in the whole qkv's [3w, w] weight (or [3w] bias).
+torch::Tensor head_rows(const torch::Tensor& whole, int64_t first, int64_t count) {
+  return torch::cat({whole.narrow(0, first, count), whole.narrow(0, kWidth + first, count),
+                     whole.narrow(0, 2 * kWidth + first, count)});
+}
+
+}  // namespace
+
+TEST_CASE("ex11.1 the split block computes the whole block's output and gradients", "[ex11.1][np4]") {
+  auto comm = mpi_test::communicator();
+  const int64_t t = comm->size(), r = comm->rank();
+  torch::manual_seed(21);
+  workbook::GptBlock whole(kWidth, kHeads);
+  whole->to(torch::kFloat64);
+  ch11::TensorParallelBlock split(*whole, *comm);
+  const torch::Tensor x_whole = torch::randn({3, 5, kWidth}, torch::kFloat64).requires_grad_(true);
+  const torch::Tensor x = x_whole.detach().clone().requires_grad_(true);
+  const torch::Tensor upstream = torch::randn({3, 5, kWidth}, torch::kFloat64);
+  whole->forward(x_whole).backward(upstream);
+
+  const int64_t reduces_before = comm->stats().count(workbook::CommOp::AllReduce);
+  const torch::Tensor y = split->forward(x);
+  const int64_t in_forward = comm->stats().count(workbook::CommOp::AllReduce) - reduces_before;
+  y.backward(upstream);
+  const int64_t in_backward = comm->stats().count(workbook::CommOp::AllReduce) - reduces_before - in_forward;
+
+  INFO(t << " ranks: the output differs from the whole block's by " << (y - whole->forward(x_whole)).abs().max().item<double>());
+  REQUIRE(mpi_test::all_ranks(torch::allclose(y, whole->forward(x_whole), 1e-10, 1e-12)));
+  INFO("x's gradient: the whole block's on every rank");
+  REQUIRE(mpi_test::all_ranks(torch::allclose(x.grad(), x_whole.grad(), 1e-10, 1e-12)));
+  INFO("two all-reduces in forward and two in backward, whatever the ranks: got " << in_forward << " and "
+       << in_backward);
+  REQUIRE(mpi_test::all_ranks(t == 1 || (in_forward == 2 && in_backward == 2)));
+
+  const int64_t local = kWidth / t, hidden = 4 * kWidth / t;
+  INFO("each rank's gradients: its heads' rows of q, k and v, its columns of the projection, its hidden features");
+  REQUIRE(mpi_test::all_ranks(
+      torch::allclose(split->qkv->weight.grad(), head_rows(whole->attention->qkv->weight.grad(), r * local, local)) &&
+      torch::allclose(split->projection->weight.grad(),
+                      whole->attention->projection->weight.grad().narrow(1, r * local, local)) &&
+      torch::allclose(split->expand->weight.grad(), whole->expand->weight.grad().narrow(0, r * hidden, hidden)) &&
+      torch::allclose(split->contract->weight.grad(), whole->contract->weight.grad().narrow(1, r * hidden, hidden)) &&
+      torch::allclose(split->norm1->weight.grad(), whole->norm1->weight.grad())));
+}
+
+TEST_CASE("ex11.1 heads the tensor ranks do not divide are refused", "[ex11.1][np4]") {
+  auto comm = mpi_test::communicator();
+  if (comm->size() == 1) return;
+  workbook::GptBlock whole(kWidth * 3, 3);
+  REQUIRE_THROWS_AS(ch11::TensorParallelBlock(*whole, *comm), workbook::UserError);
+}
