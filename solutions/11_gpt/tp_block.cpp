@@ -11,6 +11,7 @@ namespace {
 torch::nn::Linear with_rows(const torch::nn::Linear& whole, const torch::Tensor& order) {
   const auto& options = whole->options;
   torch::nn::Linear reordered(torch::nn::LinearOptions(options.in_features(), options.out_features()));
+  reordered->to(whole->weight.device(), whole->weight.scalar_type());
   torch::NoGradGuard no_grad;
   reordered->weight.copy_(whole->weight.index_select(0, order));
   reordered->bias.copy_(whole->bias.index_select(0, order));
@@ -47,13 +48,18 @@ TensorParallelBlockImpl::TensorParallelBlockImpl(const workbook::GptBlockImpl& w
 
 torch::Tensor TensorParallelBlockImpl::forward(const torch::Tensor& x) {
   // BEGIN SOLUTION ex11.1
-  const int64_t n = x.size(0), positions = x.size(1), local_width = qkv->weight.size(0) / 3;
-  const std::vector<torch::Tensor> parts =
-      qkv(norm1(x)).view({n, positions, 3, heads, local_width / heads}).permute({2, 0, 3, 1, 4}).unbind(0);
+  // Chapter 8's layers take [rows, features]: every position of every sequence is a row.
+  const int64_t n = x.size(0), positions = x.size(1), width = x.size(2), rows = n * positions;
+  const int64_t local_width = qkv->weight.size(0) / 3;
+  const std::vector<torch::Tensor> parts = qkv(norm1(x).reshape({rows, width}))
+                                               .view({n, positions, 3, heads, local_width / heads})
+                                               .permute({2, 0, 3, 1, 4})
+                                               .unbind(0);
   // The scale is 1/√(head size), the same as the whole block's: not the width over t.
   const torch::Tensor attended = workbook::causal_attention(parts[0], parts[1], parts[2]);
-  const torch::Tensor h = x + projection(attended.transpose(1, 2).reshape({n, positions, local_width}));
-  return h + contract(torch::gelu(expand(norm2(h))));
+  const torch::Tensor h =
+      x + projection(attended.transpose(1, 2).reshape({rows, local_width})).view({n, positions, width});
+  return h + contract(torch::gelu(expand(norm2(h).reshape({rows, width})))).view({n, positions, width});
   // END SOLUTION
 }
 
