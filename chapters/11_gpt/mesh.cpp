@@ -1,4 +1,4 @@
-// mesh.cpp — ex11.3: the ranks as data × pipeline × tensor.
+// mesh.cpp — ex11.3: the ranks as a data × pipeline × tensor mesh.
 #include "mesh.hpp"
 
 #include "workbook/errors.hpp"

@@ -5,21 +5,6 @@
 
 namespace ch11 {
 
-namespace {
-
-// A Linear holding `whole`'s weights, its output features reordered: rows `order`.
-torch::nn::Linear with_rows(const torch::nn::Linear& whole, const torch::Tensor& order) {
-  const auto& options = whole->options;
-  torch::nn::Linear reordered(torch::nn::LinearOptions(options.in_features(), options.out_features()));
-  reordered->to(whole->weight.device(), whole->weight.scalar_type());
-  torch::NoGradGuard no_grad;
-  reordered->weight.copy_(whole->weight.index_select(0, order));
-  reordered->bias.copy_(whole->bias.index_select(0, order));
-  return reordered;
-}
-
-}  // namespace
-
 TensorParallelBlockImpl::TensorParallelBlockImpl(const workbook::GptBlockImpl& whole, workbook::Communicator& comm) {
   const int64_t t = comm.size(), all_heads = whole.attention->heads;
   WB_CHECK(all_heads % t == 0, "{} attention heads cannot be split over {} tensor ranks", all_heads, t);

@@ -1,4 +1,4 @@
-// mesh.cpp — ex11.3: the ranks as data × pipeline × tensor.
+// mesh.cpp — ex11.3: the ranks as a data × pipeline × tensor mesh.
 #include "mesh.hpp"
 
 #include "workbook/errors.hpp"
@@ -7,17 +7,20 @@ namespace ch11 {
 
 int rank_of(const MeshShape& shape, const MeshCoordinates& where) {
   // BEGIN SOLUTION ex11.3
-  // Note: [tensor fastest] Consecutive ranks share a node, so the tensor
-  // coordinate varies fastest (a tensor group is consecutive ranks), then the
-  // pipeline's, and the data coordinate slowest: data groups, which talk
-  // least often, are the ones that cross nodes.
-  return (where.data * shape.pipeline + where.pipeline) * shape.tensor + where.tensor;
+  // Note: [tensor fastest, pipeline slowest] Consecutive ranks share a node,
+  // so the coordinate that varies fastest keeps its groups inside one. The
+  // tensor group's all-reduces run inside every layer, forward and backward:
+  // fastest. A data group moves every gradient of its stage once a step; a
+  // pipeline group one activation per micro-batch to one neighbour, fewer
+  // bytes: the pipeline coordinate varies slowest and crosses the nodes
+  // (Megatron-LM's default order is the same: tensor, data, pipeline).
+  return (where.pipeline * shape.data + where.data) * shape.tensor + where.tensor;
   // END SOLUTION
 }
 
 MeshCoordinates coordinates_of(const MeshShape& shape, int rank) {
   // BEGIN SOLUTION ex11.3
-  return {rank / (shape.tensor * shape.pipeline), (rank / shape.tensor) % shape.pipeline, rank % shape.tensor};
+  return {(rank / shape.tensor) % shape.data, rank / (shape.tensor * shape.data), rank % shape.tensor};
   // END SOLUTION
 }
 
@@ -32,7 +35,7 @@ Mesh make_mesh(workbook::Communicator& world, const MeshShape& shape) {
   // numbers that pair), ordered by its own coordinate (the key).
   const MeshCoordinates c = coordinates_of(shape, world.rank());
   mesh.here = c;
-  mesh.tensor = world.split(c.data * shape.pipeline + c.pipeline, c.tensor, "tensor group");
+  mesh.tensor = world.split(c.pipeline * shape.data + c.data, c.tensor, "tensor group");
   mesh.pipeline = world.split(c.data * shape.tensor + c.tensor, c.pipeline, "pipeline group");
   mesh.data = world.split(c.pipeline * shape.tensor + c.tensor, c.data, "data group");
   // END SOLUTION

@@ -7,9 +7,11 @@
 //     ? which rank holds which (data, pipeline, tensor) is the exercise's
 //       choice; what it must give is below.
 //
-// Why the order matters: a tensor group talks inside every layer, forward and
-// backward; a pipeline group once per micro-batch and stage boundary; a data
-// group once per step. The slowest link should carry the least.
+// Why the order matters: a tensor group all-reduces inside every layer,
+// forward and backward; a data group moves every gradient of its stage once a
+// step; a pipeline group sends one activation per micro-batch to one
+// neighbour, for this chapter's model fewer bytes a step than a data group
+// moves. The slowest link, between nodes, should carry the least.
 #pragma once
 #include <memory>
 #include <string>
@@ -33,7 +35,8 @@ struct MeshCoordinates {
 // ex11.3. The rank at `where` and the coordinates of `rank`: inverse maps
 // between [0, shape.ranks()) and the mesh. With ranks placed on nodes in
 // order (ranks 0 to k-1 on the first node, and so on), the ranks of a tensor
-// group must lie on as few nodes as can be, then a pipeline group's.
+// group must lie on as few nodes as can be; then, of the layouts that do
+// that, a data group's ranks on as few nodes as can be.
 int rank_of(const MeshShape& shape, const MeshCoordinates& where);
 MeshCoordinates coordinates_of(const MeshShape& shape, int rank);
 

@@ -5,21 +5,6 @@
 
 namespace ch11 {
 
-namespace {
-
-// A Linear holding `whole`'s weights, its output features reordered: rows `order`.
-torch::nn::Linear with_rows(const torch::nn::Linear& whole, const torch::Tensor& order) {
-  const auto& options = whole->options;
-  torch::nn::Linear reordered(torch::nn::LinearOptions(options.in_features(), options.out_features()));
-  reordered->to(whole->weight.device(), whole->weight.scalar_type());
-  torch::NoGradGuard no_grad;
-  reordered->weight.copy_(whole->weight.index_select(0, order));
-  reordered->bias.copy_(whole->bias.index_select(0, order));
-  return reordered;
-}
-
-}  // namespace
-
 TensorParallelBlockImpl::TensorParallelBlockImpl(const workbook::GptBlockImpl& whole, workbook::Communicator& comm) {
   const int64_t t = comm.size(), all_heads = whole.attention->heads;
   WB_CHECK(all_heads % t == 0, "{} attention heads cannot be split over {} tensor ranks", all_heads, t);
@@ -32,12 +17,20 @@ TensorParallelBlockImpl::TensorParallelBlockImpl(const workbook::GptBlockImpl& w
   // v. Reordered so that each rank's contiguous rows are its heads' q, k and
   // v, Chapter 8's column-parallel layer cuts it by heads as it is.
   const int64_t width = whole.norm1->options.normalized_shape()[0], head_size = width / all_heads;
-  std::vector<int64_t> order;
+  std::vector<int64_t> order;  // the whole qkv's rows, in the order the ranks' runs take them
   for (int64_t r = 0; r < t; ++r)
     for (int64_t part = 0; part < 3; ++part)  // q, k, v
       for (int64_t f = r * heads * head_size; f < (r + 1) * heads * head_size; ++f)
         order.push_back(part * width + f);
-  qkv = register_module("qkv", ch08::ColumnParallelLinear(with_rows(whole.attention->qkv, torch::tensor(order)), comm));
+  const torch::nn::Linear& whole_qkv = whole.attention->qkv;
+  torch::nn::Linear reordered(torch::nn::LinearOptions(width, 3 * width));
+  reordered->to(whole_qkv->weight.device(), whole_qkv->weight.scalar_type());
+  {
+    torch::NoGradGuard no_grad;
+    reordered->weight.copy_(whole_qkv->weight.index_select(0, torch::tensor(order)));
+    reordered->bias.copy_(whole_qkv->bias.index_select(0, torch::tensor(order)));
+  }
+  qkv = register_module("qkv", ch08::ColumnParallelLinear(reordered, comm));
   // The projection reads the heads' outputs in head order: its input columns
   // of this rank's heads are a plain cut, and so are the MLP's hidden features.
   projection = register_module("projection", ch08::RowParallelLinear(whole.attention->projection, comm));

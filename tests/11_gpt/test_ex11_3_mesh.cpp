@@ -1,7 +1,8 @@
 // Tests for ex11.3: the mesh's two maps, its groups, and where its groups lie
-// on nodes. (Branch work in progress: PLAN.md lists what is still to test.)
+// on nodes (every shape of 8 ranks, on nodes of 2 and of 4).
 #include "catch2_compat.hpp"
 
+#include <algorithm>
 #include <set>
 
 #include "mesh.hpp"
@@ -38,18 +39,43 @@ TEST_CASE("ex11.3 rank_of and coordinates_of are inverse maps onto the whole mes
     }
 }
 
-TEST_CASE("ex11.3 a tensor group lies on as few nodes as can be", "[ex11.3]") {
+// The nodes the group through `where` along one axis spans: `along` sets that coordinate.
+template <typename Along>
+int nodes_spanned(const ch11::MeshShape& shape, ch11::MeshCoordinates where, int size, int per_node, Along along) {
+  std::set<int> nodes;
+  for (int i = 0; i < size; ++i) {
+    along(where, i);
+    nodes.insert(ch11::rank_of(shape, where) / per_node);
+  }
+  return static_cast<int>(nodes.size());
+}
+
+TEST_CASE("ex11.3 a tensor group lies on as few nodes as can be, then a data group", "[ex11.3]") {
   for (int per_node : {2, 4})
     for (const ch11::MeshShape& shape : shapes_of(8)) {
       CAPTURE(per_node, shape.data, shape.pipeline, shape.tensor);
-      const int fewest = (shape.tensor + per_node - 1) / per_node;
+      // Sizes are powers of two: a tensor group fills whole nodes or shares one
+      // with per_node / tensor others, and a data group's members sit in
+      // different tensor groups.
+      const int tensor_fewest = (shape.tensor + per_node - 1) / per_node;
+      const int groups_per_node = std::max(1, per_node / shape.tensor);
+      const int data_fewest = (shape.data + groups_per_node - 1) / groups_per_node;
       for (int d = 0; d < shape.data; ++d)
-        for (int p = 0; p < shape.pipeline; ++p) {
-          std::set<int> nodes;
-          for (int t = 0; t < shape.tensor; ++t) nodes.insert(ch11::rank_of(shape, {d, p, t}) / per_node);
-          INFO("tensor group (data " << d << ", pipeline " << p << ") spans " << nodes.size() << " nodes");
-          REQUIRE(static_cast<int>(nodes.size()) == fewest);
-        }
+        for (int p = 0; p < shape.pipeline; ++p)
+          for (int t = 0; t < shape.tensor; ++t) {
+            const ch11::MeshCoordinates where{d, p, t};
+            const int tensor_nodes = nodes_spanned(shape, where, shape.tensor, per_node,
+                                                   [](ch11::MeshCoordinates& c, int i) { c.tensor = i; });
+            INFO("the tensor group through (data " << d << ", pipeline " << p << ") spans " << tensor_nodes
+                                                   << " nodes; " << tensor_fewest << " can hold it");
+            REQUIRE(tensor_nodes == tensor_fewest);
+            const int data_nodes = nodes_spanned(shape, where, shape.data, per_node,
+                                                 [](ch11::MeshCoordinates& c, int i) { c.data = i; });
+            INFO("the data group through (pipeline " << p << ", tensor " << t << ") spans " << data_nodes
+                                                     << " nodes; with every tensor group on the fewest nodes, "
+                                                     << data_fewest << " can hold it");
+            REQUIRE(data_nodes == data_fewest);
+          }
     }
 }
 
