@@ -6,12 +6,12 @@
 namespace ch11 {
 
 TensorParallelBlockImpl::TensorParallelBlockImpl(const workbook::GptBlockImpl& whole, workbook::Communicator& comm) {
-  const int64_t t = comm.size(), all_heads = whole.attention->heads;
-  WB_CHECK(all_heads % t == 0, "{} attention heads cannot be split over {} tensor ranks", all_heads, t);
-  heads = all_heads / t;
   norm1 = register_module("norm1", ch08::copy_layer<torch::nn::LayerNorm>(*whole.norm1));
   norm2 = register_module("norm2", ch08::copy_layer<torch::nn::LayerNorm>(*whole.norm2));
   // BEGIN SOLUTION ex11.1
+  const int64_t t = comm.size(), all_heads = whole.attention->heads;
+  WB_CHECK(all_heads % t == 0, "{} attention heads cannot be split over {} tensor ranks", all_heads, t);
+  heads = all_heads / t;
   // Note: [heads, not columns] qkv's rows are [q of every head | k | v]: a
   // plain cut of its output features would give rank 0 all of q and none of
   // v. Reordered so that each rank's contiguous rows are its heads' q, k and

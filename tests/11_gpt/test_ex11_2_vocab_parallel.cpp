@@ -63,3 +63,16 @@ TEST_CASE("ex11.2 logits of 1e4 give the finite, exact loss: the maximum is the 
   REQUIRE(mpi_test::all_ranks(std::isfinite(loss) && std::abs(loss - expected) < 1e-2));
   REQUIRE(mpi_test::all_ranks(torch::allclose(grad, expected_grad, 1e-4, 1e-6)));
 }
+
+TEST_CASE("ex11.2 no rank receives the others' logits: a few numbers per row travel", "[ex11.2][np4]") {
+  auto comm = mpi_test::communicator();
+  const Case c = random_case(64, 1.0, 3);
+  const workbook::CommStats before = comm->stats();
+  split_loss(*comm, c);
+  const workbook::CommStats after = comm->stats();
+  int64_t elements = 0;
+  for (size_t op = 0; op < after.elements.size(); ++op) elements += after.elements[op] - before.elements[op];
+  INFO("forward and backward handed " << elements << " elements to the Communicator for 64 rows: more than 4 per row, "
+       << "where the loss needs a few numbers per row and the logits are 256 per row");
+  REQUIRE(mpi_test::all_ranks(elements <= 4 * 64));
+}
