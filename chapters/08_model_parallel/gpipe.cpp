@@ -4,7 +4,7 @@
 
 namespace ch08 {
 
-void gpipe(PipelineStage& stage) {
+void gpipe(Stage& stage) {
   [[maybe_unused]] const int64_t m = stage.micro_batches();
   WB_NOT_IMPLEMENTED("ex8.6");  // TODO(ex8.6): your code here
 }

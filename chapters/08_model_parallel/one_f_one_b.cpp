@@ -7,7 +7,7 @@
 
 namespace ch08 {
 
-void one_f_one_b(PipelineStage& stage) {
+void one_f_one_b(Stage& stage) {
   [[maybe_unused]] const int64_t m = stage.micro_batches();
   WB_NOT_IMPLEMENTED("ex8.7");  // TODO(ex8.7): your code here
 }

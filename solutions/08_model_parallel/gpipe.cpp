@@ -4,7 +4,7 @@
 
 namespace ch08 {
 
-void gpipe(PipelineStage& stage) {
+void gpipe(Stage& stage) {
   [[maybe_unused]] const int64_t m = stage.micro_batches();
   // BEGIN SOLUTION ex8.6
   // Every micro-batch forward: stage s works on micro-batch i while stage s+1

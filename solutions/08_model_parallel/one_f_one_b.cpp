@@ -7,7 +7,7 @@
 
 namespace ch08 {
 
-void one_f_one_b(PipelineStage& stage) {
+void one_f_one_b(Stage& stage) {
   [[maybe_unused]] const int64_t m = stage.micro_batches();
   // BEGIN SOLUTION ex8.7
   // Warm-up: stage s runs p − s − 1 forwards before its first backward; the

@@ -83,18 +83,39 @@ struct StageStepStats {
   std::vector<std::string> order;
 };
 
-class PipelineStage : public torch::nn::Module {
+// What a schedule sees of a stage: its place, its micro-batches, one
+// micro-batch's forward and backward, and the transfers to its neighbours,
+// each a no-op where there is no neighbour. PipelineStage below is
+// FashionCNN's; Chapter 10's equal blocks and Chapter 11's transformer run
+// their own stages through the same schedules.
+class Stage {
+ public:
+  virtual ~Stage() = default;
+  virtual int stage() const = 0;
+  virtual int stages() const = 0;
+  virtual int64_t micro_batches() const = 0;
+  virtual torch::Tensor forward(int64_t micro, const torch::Tensor& input) = 0;
+  virtual torch::Tensor backward(int64_t micro, const torch::Tensor& output_grad) = 0;
+  virtual torch::Tensor recv_forward(int64_t micro) = 0;
+  virtual void send_forward(const torch::Tensor& activation) = 0;
+  virtual torch::Tensor recv_backward() = 0;
+  virtual void send_backward(const torch::Tensor& input_grad) = 0;
+  virtual torch::Tensor send_forward_recv_backward(const torch::Tensor& activation) = 0;
+  virtual torch::Tensor send_backward_recv_forward(const torch::Tensor& input_grad, int64_t micro) = 0;
+};
+
+class PipelineStage : public torch::nn::Module, public Stage {
  public:
   // This rank's stage (stage = rank, stages = ranks) of `full`, its layers
   // copied. Dropout after fc1 draws its masks from `dropout_seed`, in the
   // order of the forwards (which is micro-batch order in both schedules).
   PipelineStage(const workbook::FashionCNN& full, workbook::Communicator& comm, uint64_t dropout_seed = 0);
 
-  int stage() const { return stage_; }
-  int stages() const { return stages_; }
+  int stage() const override { return stage_; }
+  int stages() const override { return stages_; }
   bool first_stage() const { return stage_ == 0; }
   bool last_stage() const { return stage_ == stages_ - 1; }
-  int64_t micro_batches() const { return micro_batches_; }
+  int64_t micro_batches() const override { return micro_batches_; }
   int first_block() const { return first_block_; }  // this stage's blocks: [first_block, end_block)
   int end_block() const { return end_block_; }
 
@@ -108,24 +129,24 @@ class PipelineStage : public torch::nn::Module {
   // stage's layers; the last stage turns its logits into the micro-batch's
   // loss / m (the loss: the mean cross-entropy over the micro-batch's rows). Keeps what backward needs in `held` and returns the output,
   // detached: what send_forward passes on.
-  torch::Tensor forward(int64_t micro, const torch::Tensor& input);
+  torch::Tensor forward(int64_t micro, const torch::Tensor& input) override;
   // backward: `output_grad` is recv_backward's (undefined on the last stage,
   // whose output is the loss). Back-propagates through this stage, releases
   // the micro-batch, and returns its input's gradient for the previous stage
   // (undefined on the first stage).
-  torch::Tensor backward(int64_t micro, const torch::Tensor& output_grad);
+  torch::Tensor backward(int64_t micro, const torch::Tensor& output_grad) override;
 
   // ---- given: talking to the neighbours ---------------------------------------
   // Each is a no-op where there is no neighbour: the first stage "receives"
   // its images, the last "receives" no gradient. The shapes are known from
   // the blocks, so nothing but the tensors travels.
-  torch::Tensor recv_forward(int64_t micro);           // micro-batch `micro`'s input
-  void send_forward(const torch::Tensor& activation);  // to the next stage
-  torch::Tensor recv_backward();                       // the gradient of this stage's output
-  void send_backward(const torch::Tensor& input_grad); // to the previous stage
+  torch::Tensor recv_forward(int64_t micro) override;            // micro-batch `micro`'s input
+  void send_forward(const torch::Tensor& activation) override;   // to the next stage
+  torch::Tensor recv_backward() override;                        // the gradient of this stage's output
+  void send_backward(const torch::Tensor& input_grad) override;  // to the previous stage
   // Both at once, as one exchange: Note [an exchange where both neighbours send].
-  torch::Tensor send_forward_recv_backward(const torch::Tensor& activation);
-  torch::Tensor send_backward_recv_forward(const torch::Tensor& input_grad, int64_t micro);
+  torch::Tensor send_forward_recv_backward(const torch::Tensor& activation) override;
+  torch::Tensor send_backward_recv_forward(const torch::Tensor& input_grad, int64_t micro) override;
 
   // Given: this stage's blocks, in order, on `input`.
   torch::Tensor run_layers(const torch::Tensor& input);
@@ -166,8 +187,8 @@ class PipelineStage : public torch::nn::Module {
 // micro-batch order (dropout draws its masks in that order). Must work for
 // m = 1 and for m < p. Where two neighbours send to each other at once: Note
 // [an exchange where both neighbours send].
-void gpipe(PipelineStage& stage);
-void one_f_one_b(PipelineStage& stage);
+void gpipe(Stage& stage);
+void one_f_one_b(Stage& stage);
 
 // Given: the test set through the pipeline in eval mode, forward only, in
 // batches of `batch` (every stage calls it): the last stage's counts, sent to

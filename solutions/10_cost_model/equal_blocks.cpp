@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "pipeline.hpp"  // Chapter 8: Stage, gpipe, one_f_one_b
 #include "workbook/errors.hpp"
 #include "workbook/timing.hpp"
 
@@ -42,22 +43,24 @@ std::pair<int64_t, int64_t> blocks_of(const EqualBlocks& model, int stage, int s
 // One stage's step: what Chapter 8's PipelineStage does for FashionCNN, for
 // equal blocks, with the same neighbours' calls (a no-op where there is no
 // neighbour) and the same exchange where both neighbours send (Note [an
-// exchange where both neighbours send] in pipeline.hpp).
-class Stage {
+// exchange where both neighbours send] in pipeline.hpp), run by Chapter 8's
+// reference schedules.
+class EqualBlocksStage : public ch08::Stage {
  public:
-  Stage(EqualBlocks& model, workbook::Communicator& comm, const torch::Tensor& batch, int64_t micro_batches)
+  EqualBlocksStage(EqualBlocks& model, workbook::Communicator& comm, const torch::Tensor& batch,
+                   int64_t micro_batches)
       : model_(model), comm_(comm), s_(comm.rank()), p_(comm.size()), batch_(batch), m_(micro_batches) {
     WB_CHECK(m_ >= 1 && batch.size(0) % m_ == 0, "a batch of {} rows does not cut into {} equal micro-batches",
              batch.size(0), m_);
     std::tie(first_, last_) = blocks_of(model, s_, p_);
     rows_ = batch.size(0) / m_;
   }
-  int stage() const { return s_; }
-  int stages() const { return p_; }
-  int64_t micro_batches() const { return m_; }
+  int stage() const override { return s_; }
+  int stages() const override { return p_; }
+  int64_t micro_batches() const override { return m_; }
   double busy_s() const { return busy_s_; }
 
-  torch::Tensor forward(int64_t micro, const torch::Tensor& input) {
+  torch::Tensor forward(int64_t micro, const torch::Tensor& input) override {
     const double start = workbook::now_seconds();
     torch::Tensor in = input.detach().requires_grad_(s_ > 0);
     torch::Tensor out = model_.forward(in, first_, last_);
@@ -66,7 +69,7 @@ class Stage {
     busy_s_ += workbook::now_seconds() - start;
     return out.detach();
   }
-  torch::Tensor backward(int64_t micro, const torch::Tensor& output_grad) {
+  torch::Tensor backward(int64_t micro, const torch::Tensor& output_grad) override {
     const double start = workbook::now_seconds();
     auto [in, out] = held_.at(micro);
     held_.erase(micro);
@@ -75,31 +78,31 @@ class Stage {
     return s_ > 0 ? in.grad() : torch::Tensor();
   }
 
-  torch::Tensor recv_forward(int64_t micro) {
+  torch::Tensor recv_forward(int64_t micro) override {
     if (s_ == 0) return batch_.narrow(0, micro * rows_, rows_);
     torch::Tensor activation = empty();
     comm_.recv(activation, s_ - 1);
     return activation;
   }
-  void send_forward(const torch::Tensor& activation) {
+  void send_forward(const torch::Tensor& activation) override {
     if (s_ < p_ - 1) comm_.send(activation.contiguous(), s_ + 1);
   }
-  torch::Tensor recv_backward() {
+  torch::Tensor recv_backward() override {
     if (s_ == p_ - 1) return {};
     torch::Tensor grad = empty();
     comm_.recv(grad, s_ + 1);
     return grad;
   }
-  void send_backward(const torch::Tensor& grad) {
+  void send_backward(const torch::Tensor& grad) override {
     if (s_ > 0) comm_.send(grad.contiguous(), s_ - 1);
   }
-  torch::Tensor send_forward_recv_backward(const torch::Tensor& activation) {
+  torch::Tensor send_forward_recv_backward(const torch::Tensor& activation) override {
     if (s_ == p_ - 1) return {};
     torch::Tensor grad = empty();
     comm_.exchange(activation.contiguous(), s_ + 1, grad, s_ + 1);
     return grad;
   }
-  torch::Tensor send_backward_recv_forward(const torch::Tensor& grad, int64_t micro) {
+  torch::Tensor send_backward_recv_forward(const torch::Tensor& grad, int64_t micro) override {
     if (s_ == 0) return recv_forward(micro);
     torch::Tensor activation = empty();
     comm_.exchange(grad.contiguous(), s_ - 1, activation, s_ - 1);
@@ -118,31 +121,6 @@ class Stage {
   double busy_s_ = 0.0;
 };
 
-// Chapter 8's GPipe (ex8.6): every forward, then every backward.
-void gpipe(Stage& stage) {
-  for (int64_t micro = 0; micro < stage.micro_batches(); ++micro)
-    stage.send_forward(stage.forward(micro, stage.recv_forward(micro)));
-  for (int64_t micro = 0; micro < stage.micro_batches(); ++micro)
-    stage.send_backward(stage.backward(micro, stage.recv_backward()));
-}
-
-// Chapter 8's 1F1B (ex8.7): p − s − 1 forwards, then a forward and a
-// backward at a time, then the backwards left.
-void one_f_one_b(Stage& stage) {
-  const int64_t m = stage.micro_batches();
-  const int64_t warmup = std::min<int64_t>(stage.stages() - stage.stage() - 1, m), steady = m - warmup;
-  for (int64_t micro = 0; micro < warmup; ++micro) stage.send_forward(stage.forward(micro, stage.recv_forward(micro)));
-  torch::Tensor input;
-  if (steady > 0) input = stage.recv_forward(warmup);
-  for (int64_t i = 0; i < steady; ++i) {
-    const torch::Tensor output_grad = stage.send_forward_recv_backward(stage.forward(warmup + i, input));
-    const torch::Tensor input_grad = stage.backward(i, output_grad);
-    if (i == steady - 1) stage.send_backward(input_grad);
-    else input = stage.send_backward_recv_forward(input_grad, warmup + i + 1);
-  }
-  for (int64_t micro = steady; micro < m; ++micro) stage.send_backward(stage.backward(micro, stage.recv_backward()));
-}
-
 }  // namespace
 
 std::vector<torch::Tensor> stage_parameters(EqualBlocks& model, int stage, int stages) {
@@ -157,9 +135,9 @@ std::vector<torch::Tensor> stage_parameters(EqualBlocks& model, int stage, int s
 StageTimes pipeline_step(EqualBlocks& model, workbook::Communicator& comm, PipelineSchedule schedule,
                          const torch::Tensor& batch, int64_t micro_batches) {
   const double start = workbook::now_seconds();
-  Stage stage(model, comm, batch, micro_batches);
-  if (schedule == PipelineSchedule::GPipe) gpipe(stage);
-  else one_f_one_b(stage);
+  EqualBlocksStage stage(model, comm, batch, micro_batches);
+  if (schedule == PipelineSchedule::GPipe) ch08::gpipe(stage);
+  else ch08::one_f_one_b(stage);
   return {stage.busy_s(), workbook::now_seconds() - start};
 }
 
