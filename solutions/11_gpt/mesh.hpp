@@ -8,10 +8,10 @@
 //       choice; what it must give is below.
 //
 // Why the order matters: a tensor group all-reduces inside every layer,
-// forward and backward; a data group moves every gradient of its stage once a
-// step; a pipeline group sends one activation per micro-batch to one
-// neighbour, for this chapter's model fewer bytes a step than a data group
-// moves. The slowest link, between nodes, should carry the least.
+// forward and backward; a data group all-reduces every gradient of its stage
+// once a step; a pipeline group sends activations and their gradients to its
+// neighbours, per micro-batch. The slowest link, between nodes, should carry
+// the least.
 #pragma once
 #include <memory>
 #include <string>
@@ -36,7 +36,9 @@ struct MeshCoordinates {
 // between [0, shape.ranks()) and the mesh. With ranks placed on nodes in
 // order (ranks 0 to k-1 on the first node, and so on), the ranks of a tensor
 // group must lie on as few nodes as can be; then, of the layouts that do
-// that, a data group's ranks on as few nodes as can be.
+// that, the ranks of whichever of a data group and a pipeline group moves
+// more bytes a step, for this chapter's default model, on as few nodes as
+// can be (the lesson gives the batch to count for).
 int rank_of(const MeshShape& shape, const MeshCoordinates& where);
 MeshCoordinates coordinates_of(const MeshShape& shape, int rank);
 

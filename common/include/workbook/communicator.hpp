@@ -17,8 +17,7 @@ namespace workbook {
 
 enum class Backend { Mpi, Nccl };
 // How all_reduce and reduce_scatter combine the ranks' values, element-wise:
-// the sum, the mean (floating point only), or the largest (a softmax's
-// maximum over a vocabulary split between ranks).
+// the sum, the mean (floating point only), or the largest.
 enum class ReduceOp { Sum, Average, Max };
 
 // The operations, for counting and for messages.
