@@ -1,0 +1,146 @@
+// gpt_stage.cpp — one rank's part of the GPT at its place in the mesh.
+#include "gpt_stage.hpp"
+
+#include "vocab_parallel.hpp"
+#include "workbook/errors.hpp"
+
+namespace ch11 {
+
+std::pair<int64_t, int64_t> layers_of_stage(int64_t layers, int stage, int stages) {
+  WB_CHECK(stages >= 1 && stages <= layers, "{} pipeline stages cannot share {} layers: at most one stage a layer",
+           stages, layers);
+  const int64_t base = layers / stages, extra = layers % stages;
+  const int64_t first = stage * base + std::min<int64_t>(stage, extra);
+  return {first, first + base + (stage < extra ? 1 : 0)};
+}
+
+GptStageImpl::GptStageImpl(const workbook::GptImpl& whole, const Mesh& mesh)
+    : mesh_(&mesh),
+      width_(whole.options.width),
+      vocabulary_(whole.options.vocabulary),
+      activation_options_(whole.tokens->weight.options()) {
+  const int t = mesh.shape.tensor, r = mesh.here.tensor;
+  WB_CHECK(vocabulary_ % t == 0, "a vocabulary of {} cannot be split over {} tensor ranks", vocabulary_, t);
+  std::tie(first_layer, end_layer) = layers_of_stage(whole.options.layers, stage(), stages());
+  torch::NoGradGuard no_grad;
+  if (first_stage() || last_stage()) {
+    const int64_t rows = vocabulary_ / t;
+    tokens = register_parameter("tokens", whole.tokens->weight.narrow(0, r * rows, rows).clone());
+  }
+  if (first_stage()) {
+    positions = register_module("positions", torch::nn::Embedding(whole.positions->options));
+    positions->weight.copy_(whole.positions->weight);
+  }
+  blocks = register_module("blocks", torch::nn::ModuleList());
+  for (int64_t layer = first_layer; layer < end_layer; ++layer)
+    blocks->push_back(TensorParallelBlock(*whole.blocks->ptr(layer)->as<workbook::GptBlockImpl>(), *mesh.tensor));
+  if (last_stage()) final_norm = register_module("final_norm", ch08::copy_layer<torch::nn::LayerNorm>(*whole.final_norm));
+}
+
+// ---- a step -------------------------------------------------------------------------
+
+void GptStageImpl::begin_step(const torch::Tensor& bytes, const torch::Tensor& targets, int64_t micro_batches) {
+  WB_CHECK(micro_batches >= 1 && bytes.size(0) % micro_batches == 0,
+           "a batch of {} sequences does not divide into {} equal micro-batches", bytes.size(0), micro_batches);
+  WB_ASSERT(held_.empty(), "stage {}: a new step began with {} micro-batch(es) still held", stage(), held_.size());
+  bytes_ = bytes;
+  targets_ = targets;
+  micro_batches_ = micro_batches;
+  micro_rows_ = bytes.size(0) / micro_batches;
+  loss_sum_ = torch::zeros({}, torch::kFloat64);
+}
+
+double GptStageImpl::end_step() {
+  WB_CHECK(held_.empty(), "stage {}: the step ended with {} micro-batch(es) that had no backward", stage(),
+           held_.size());
+  return last_stage() ? loss_sum_.item<double>() : 0.0;
+}
+
+torch::Tensor GptStageImpl::embed(const torch::Tensor& bytes) {
+  WB_NOT_IMPLEMENTED("ex11.4");  // TODO(ex11.4): your code here
+}
+
+torch::Tensor GptStageImpl::loss(const torch::Tensor& x, const torch::Tensor& targets) {
+  WB_NOT_IMPLEMENTED("ex11.4");  // TODO(ex11.4): your code here
+}
+
+torch::Tensor GptStageImpl::forward(int64_t micro, const torch::Tensor& input) {
+  WB_CHECK(held_.count(micro) == 0, "stage {}: micro-batch {} went forward twice", stage(), micro);
+  const torch::Tensor x = first_stage() ? input : input.detach().requires_grad_(true);
+  torch::Tensor h = first_stage() ? embed(x) : x;
+  for (const auto& block : *blocks) h = block->as<TensorParallelBlockImpl>()->forward(h);
+  torch::Tensor output = h;
+  if (last_stage())
+    output = loss(h, targets_.narrow(0, micro * micro_rows_, micro_rows_)) / static_cast<double>(micro_batches_);
+  held_[micro] = {x, output};
+  if (last_stage()) loss_sum_ += output.detach().to(torch::kFloat64);
+  return output.detach();
+}
+
+torch::Tensor GptStageImpl::backward(int64_t micro, const torch::Tensor& output_grad) {
+  WB_CHECK(held_.count(micro) == 1, "stage {}: backward of micro-batch {}, which is not held", stage(), micro);
+  const Held h = std::move(held_.at(micro));
+  held_.erase(micro);
+  if (last_stage()) h.output.backward();
+  else h.output.backward(output_grad);
+  return first_stage() ? torch::Tensor() : h.input.grad();
+}
+
+// ---- the neighbours: the pipeline group's previous and next stage -------------------
+
+torch::Tensor GptStageImpl::activation_buffer() const {
+  return torch::empty({micro_rows_, bytes_.size(1), width_}, activation_options_);
+}
+
+torch::Tensor GptStageImpl::recv_forward(int64_t micro) {
+  if (first_stage()) return bytes_.narrow(0, micro * micro_rows_, micro_rows_);
+  torch::Tensor activation = activation_buffer();
+  mesh_->pipeline->recv(activation, stage() - 1);
+  return activation;
+}
+
+void GptStageImpl::send_forward(const torch::Tensor& activation) {
+  if (!last_stage()) mesh_->pipeline->send(activation.contiguous(), stage() + 1);
+}
+
+torch::Tensor GptStageImpl::recv_backward() {
+  if (last_stage()) return {};
+  torch::Tensor grad = activation_buffer();
+  mesh_->pipeline->recv(grad, stage() + 1);
+  return grad;
+}
+
+void GptStageImpl::send_backward(const torch::Tensor& input_grad) {
+  if (!first_stage()) mesh_->pipeline->send(input_grad.contiguous(), stage() - 1);
+}
+
+torch::Tensor GptStageImpl::send_forward_recv_backward(const torch::Tensor& activation) {
+  if (last_stage()) return {};
+  torch::Tensor grad = activation_buffer();
+  mesh_->pipeline->exchange(activation.contiguous(), stage() + 1, grad, stage() + 1);
+  return grad;
+}
+
+torch::Tensor GptStageImpl::send_backward_recv_forward(const torch::Tensor& input_grad, int64_t micro) {
+  if (first_stage()) return recv_forward(micro);
+  torch::Tensor activation = activation_buffer();
+  mesh_->pipeline->exchange(input_grad.contiguous(), stage() - 1, activation, stage() - 1);
+  return activation;
+}
+
+// ---- after the backwards -------------------------------------------------------------
+
+void add_tied_embedding_gradients(GptStageImpl& stage, const Mesh& mesh) {
+  WB_NOT_IMPLEMENTED("ex11.4");  // TODO(ex11.4): your code here
+}
+
+void average_over_data_group(GptStageImpl& stage, const Mesh& mesh) {
+  if (mesh.shape.data == 1) return;
+  for (torch::Tensor& parameter : stage.parameters()) {
+    torch::Tensor grad = parameter.mutable_grad();
+    mesh.data->all_reduce(grad, workbook::ReduceOp::Sum);
+    grad.div_(mesh.shape.data);
+  }
+}
+
+}  // namespace ch11

@@ -1,0 +1,103 @@
+// Tests for ex11.4: a training step of the GPT over the mesh against the
+// whole model in one process (workbook::Gpt on the global batch, float64),
+// for every shape of the world: data, pipeline and tensor alone and mixed.
+#include "catch2_compat.hpp"
+
+#include "gpt_stage.hpp"
+#include "mpi_test.hpp"
+#include "workbook/errors.hpp"
+
+namespace {
+
+workbook::GptOptions step_model(int64_t layers) {
+  workbook::GptOptions options;
+  options.layers = layers;
+  options.width = 32;
+  options.heads = 4;
+  options.context = 16;
+  return options;
+}
+
+std::vector<ch11::MeshShape> step_shapes(int ranks) {
+  std::vector<ch11::MeshShape> shapes;
+  for (int d = 1; d <= ranks; ++d)
+    for (int p = 1; p <= ranks; ++p)
+      for (int t = 1; t <= ranks; ++t)
+        if (d * p * t == ranks && t <= 4) shapes.push_back({d, p, t});
+  return shapes;
+}
+
+// Rows [first, first + count) of each of q, k and v in the whole qkv's [3w, w] weight (or [3w] bias).
+torch::Tensor qkv_head_rows(const torch::Tensor& whole, int64_t width, int64_t first, int64_t count) {
+  return torch::cat({whole.narrow(0, first, count), whole.narrow(0, width + first, count),
+                     whole.narrow(0, 2 * width + first, count)});
+}
+
+// The largest difference between this rank's gradients and its parts of the whole model's.
+double largest_difference(ch11::GptStageImpl& stage, workbook::GptImpl& whole, const ch11::Mesh& mesh) {
+  const int64_t t = mesh.shape.tensor, r = mesh.here.tensor, width = whole.options.width;
+  const int64_t local = width / t, hidden = 4 * width / t, vocabulary_rows = whole.options.vocabulary / t;
+  double largest = 0.0;
+  auto compare = [&](const torch::Tensor& mine, const torch::Tensor& expected) {
+    WB_ASSERT(mine.grad().defined(), "a parameter of shape {} has no gradient", mine.sizes());
+    largest = std::max(largest, (mine.grad() - expected).abs().max().item<double>());
+  };
+  if (stage.tokens.defined())
+    compare(stage.tokens, whole.tokens->weight.grad().narrow(0, r * vocabulary_rows, vocabulary_rows));
+  if (stage.first_stage()) compare(stage.positions->weight, whole.positions->weight.grad());
+  if (stage.last_stage()) {
+    compare(stage.final_norm->weight, whole.final_norm->weight.grad());
+    compare(stage.final_norm->bias, whole.final_norm->bias.grad());
+  }
+  for (int64_t layer = stage.first_layer; layer < stage.end_layer; ++layer) {
+    auto& mine = *stage.blocks[layer - stage.first_layer]->as<ch11::TensorParallelBlockImpl>();
+    auto& block = *whole.blocks[layer]->as<workbook::GptBlockImpl>();
+    compare(mine.norm1->weight, block.norm1->weight.grad());
+    compare(mine.norm2->bias, block.norm2->bias.grad());
+    compare(mine.qkv->weight, qkv_head_rows(block.attention->qkv->weight.grad(), width, r * local, local));
+    compare(mine.qkv->bias, qkv_head_rows(block.attention->qkv->bias.grad(), width, r * local, local));
+    compare(mine.projection->weight, block.attention->projection->weight.grad().narrow(1, r * local, local));
+    compare(mine.projection->bias, block.attention->projection->bias.grad());
+    compare(mine.expand->weight, block.expand->weight.grad().narrow(0, r * hidden, hidden));
+    compare(mine.contract->weight, block.contract->weight.grad().narrow(1, r * hidden, hidden));
+  }
+  return largest;
+}
+
+}  // namespace
+
+TEST_CASE("ex11.4 a step over every mesh gives the whole model's loss and gradients", "[ex11.4][np4]") {
+  auto world = mpi_test::communicator();
+  for (const ch11::MeshShape& shape : step_shapes(world->size())) {
+    CAPTURE(shape.data, shape.pipeline, shape.tensor);
+    torch::manual_seed(41);
+    workbook::Gpt whole(step_model(shape.pipeline > 2 ? shape.pipeline : 2));
+    whole->to(torch::kFloat64);
+    const int64_t sequences = 8, positions = 16, micro_batches = 2;
+    const torch::Tensor bytes = torch::randint(0, 256, {sequences, positions}, torch::kInt64);
+    const torch::Tensor targets = torch::randint(0, 256, {sequences, positions}, torch::kInt64);
+    const torch::Tensor whole_loss = whole->loss(bytes, targets);
+    whole_loss.backward();
+
+    const ch11::Mesh mesh = ch11::make_mesh(*world, shape);
+    ch11::GptStage stage(*whole, mesh);
+    const int64_t rows = sequences / shape.data, first = mesh.here.data * rows;
+    stage->begin_step(bytes.narrow(0, first, rows), targets.narrow(0, first, rows), micro_batches);
+    ch08::one_f_one_b(*stage);
+    torch::Tensor loss = torch::full({1}, stage->end_step(), torch::kFloat64);
+    ch11::add_tied_embedding_gradients(*stage, mesh);
+    ch11::average_over_data_group(*stage, mesh);
+
+    // The mean over the data ranks of the last stages' losses, on every rank.
+    if (!stage->last_stage()) loss.zero_();
+    world->all_reduce(loss, workbook::ReduceOp::Sum);
+    loss /= shape.data * shape.tensor;
+    INFO("loss " << loss.item<double>() << ", the whole model's " << whole_loss.item<double>());
+    // ex11.2's loss may run in float32 (its contract allows it): 1e-6, where a
+    // lost micro-batch or data rank moves the loss by far more.
+    REQUIRE(mpi_test::all_ranks(std::abs(loss.item<double>() - whole_loss.item<double>()) < 1e-6));
+    const double difference = largest_difference(*stage, *whole, mesh);
+    INFO("this rank's gradients differ from its parts of the whole model's by up to " << difference);
+    REQUIRE(mpi_test::all_ranks(difference < 1e-7));
+  }
+}
