@@ -31,9 +31,19 @@ GptStageImpl::GptStageImpl(const workbook::GptImpl& whole, const Mesh& mesh)
     positions = register_module("positions", torch::nn::Embedding(whole.positions->options));
     positions->weight.copy_(whole.positions->weight);
   }
-  blocks = register_module("blocks", torch::nn::ModuleList());
-  for (int64_t layer = first_layer; layer < end_layer; ++layer)
-    blocks->push_back(TensorParallelBlock(*whole.blocks->ptr(layer)->as<workbook::GptBlockImpl>(), *mesh.tensor));
+  blocks = register_module("blocks", torch::nn::Sequential());
+  for (int64_t layer = first_layer; layer < end_layer; ++layer) {
+    const workbook::GptBlockImpl& block = *whole.blocks->ptr(layer)->as<workbook::GptBlockImpl>();
+    if (t > 1) {
+      blocks->push_back(TensorParallelBlock(block, *mesh.tensor));
+      continue;
+    }
+    workbook::GptBlock copy(width_, whole.options.heads);
+    copy->to(block.norm1->weight.device(), block.norm1->weight.scalar_type());
+    const auto source = block.named_parameters();
+    for (auto& parameter : copy->named_parameters()) parameter.value().copy_(source[parameter.key()]);
+    blocks->push_back(copy);
+  }
   if (last_stage()) final_norm = register_module("final_norm", ch08::copy_layer<torch::nn::LayerNorm>(*whole.final_norm));
 }
 
@@ -68,7 +78,7 @@ torch::Tensor GptStageImpl::forward(int64_t micro, const torch::Tensor& input) {
   WB_CHECK(held_.count(micro) == 0, "stage {}: micro-batch {} went forward twice", stage(), micro);
   const torch::Tensor x = first_stage() ? input : input.detach().requires_grad_(true);
   torch::Tensor h = first_stage() ? embed(x) : x;
-  for (const auto& block : *blocks) h = block->as<TensorParallelBlockImpl>()->forward(h);
+  h = blocks->forward(h);
   torch::Tensor output = h;
   if (last_stage())
     output = loss(h, targets_.narrow(0, micro * micro_rows_, micro_rows_)) / static_cast<double>(micro_batches_);

@@ -81,7 +81,9 @@ class GptStageImpl : public torch::nn::Module, public ch08::Stage {
   // they are the same stage.
   torch::Tensor tokens;
   torch::nn::Embedding positions{nullptr};  // the first stage only
-  torch::nn::ModuleList blocks{nullptr};    // TensorParallelBlocks
+  // Its blocks: TensorParallelBlocks (ex11.1) over two or more tensor
+  // ranks, copies of the whole model's GptBlocks over one.
+  torch::nn::Sequential blocks{nullptr};
   torch::nn::LayerNorm final_norm{nullptr}; // the last stage only
 
  private:
