@@ -54,41 +54,53 @@ torch::Tensor qkv_head_rows(const torch::Tensor& whole, int64_t width, int64_t f
                      whole.narrow(0, 2 * width + first, count)});
 }
 
+struct Difference {
+  double largest = 0.0;
+  std::string where;  // the parameter that has it
+};
+
 // The largest difference between this rank's gradients and its parts of the whole model's.
-double largest_difference(ch11::GptStageImpl& stage, workbook::GptImpl& whole, const ch11::Mesh& mesh) {
+Difference largest_difference(ch11::GptStageImpl& stage, workbook::GptImpl& whole, const ch11::Mesh& mesh) {
   const int64_t t = mesh.shape.tensor, r = mesh.here.tensor, width = whole.options.width;
   const int64_t local = width / t, hidden = 4 * width / t, vocabulary_rows = whole.options.vocabulary / t;
-  double largest = 0.0;
-  auto compare = [&](const torch::Tensor& mine, const torch::Tensor& expected) {
-    WB_ASSERT(mine.grad().defined(), "a parameter of shape {} has no gradient", mine.sizes());
-    largest = std::max(largest, (mine.grad() - expected).abs().max().item<double>());
+  Difference found;
+  auto compare = [&](const torch::Tensor& mine, const torch::Tensor& expected, const std::string& name) {
+    WB_ASSERT(mine.grad().defined(), "{} has no gradient", name);
+    const double difference = (mine.grad() - expected).abs().max().item<double>();
+    if (difference > found.largest) found = {difference, name};
   };
   if (stage.tokens.defined())
-    compare(stage.tokens, whole.tokens->weight.grad().narrow(0, r * vocabulary_rows, vocabulary_rows));
-  if (stage.first_stage()) compare(stage.positions->weight, whole.positions->weight.grad());
+    compare(stage.tokens, whole.tokens->weight.grad().narrow(0, r * vocabulary_rows, vocabulary_rows), "tokens");
+  if (stage.first_stage()) compare(stage.positions->weight, whole.positions->weight.grad(), "positions");
   if (stage.last_stage()) {
-    compare(stage.final_norm->weight, whole.final_norm->weight.grad());
-    compare(stage.final_norm->bias, whole.final_norm->bias.grad());
+    compare(stage.final_norm->weight, whole.final_norm->weight.grad(), "final_norm.weight");
+    compare(stage.final_norm->bias, whole.final_norm->bias.grad(), "final_norm.bias");
   }
   for (int64_t layer = stage.first_layer; layer < stage.end_layer; ++layer) {
     auto& block = *whole.blocks[layer]->as<workbook::GptBlockImpl>();
     if (t == 1) {  // the whole block's copy: every parameter by name
       const auto expected = block.named_parameters();
       for (const auto& mine : stage.blocks[layer - stage.first_layer]->named_parameters())
-        compare(mine.value(), expected[mine.key()].grad());
+        compare(mine.value(), expected[mine.key()].grad(), fmt::format("block {}: {}", layer, mine.key()));
       continue;
     }
     auto& mine = *stage.blocks[layer - stage.first_layer]->as<ch11::TensorParallelBlockImpl>();
-    compare(mine.norm1->weight, block.norm1->weight.grad());
-    compare(mine.norm2->bias, block.norm2->bias.grad());
-    compare(mine.qkv->weight, qkv_head_rows(block.attention->qkv->weight.grad(), width, r * local, local));
-    compare(mine.qkv->bias, qkv_head_rows(block.attention->qkv->bias.grad(), width, r * local, local));
-    compare(mine.projection->weight, block.attention->projection->weight.grad().narrow(1, r * local, local));
-    compare(mine.projection->bias, block.attention->projection->bias.grad());
-    compare(mine.expand->weight, block.expand->weight.grad().narrow(0, r * hidden, hidden));
-    compare(mine.contract->weight, block.contract->weight.grad().narrow(1, r * hidden, hidden));
+    compare(mine.norm1->weight, block.norm1->weight.grad(), fmt::format("block {}: norm1.weight", layer));
+    compare(mine.norm2->bias, block.norm2->bias.grad(), fmt::format("block {}: norm2.bias", layer));
+    compare(mine.qkv->weight, qkv_head_rows(block.attention->qkv->weight.grad(), width, r * local, local),
+            fmt::format("block {}: qkv.weight", layer));
+    compare(mine.qkv->bias, qkv_head_rows(block.attention->qkv->bias.grad(), width, r * local, local),
+            fmt::format("block {}: qkv.bias", layer));
+    compare(mine.projection->weight, block.attention->projection->weight.grad().narrow(1, r * local, local),
+            fmt::format("block {}: projection.weight", layer));
+    compare(mine.projection->bias, block.attention->projection->bias.grad(),
+            fmt::format("block {}: projection.bias", layer));
+    compare(mine.expand->weight, block.expand->weight.grad().narrow(0, r * hidden, hidden),
+            fmt::format("block {}: expand.weight", layer));
+    compare(mine.contract->weight, block.contract->weight.grad().narrow(1, r * hidden, hidden),
+            fmt::format("block {}: contract.weight", layer));
   }
-  return largest;
+  return found;
 }
 
 }  // namespace
@@ -124,8 +136,9 @@ TEST_CASE("ex11.4 a step over every mesh gives the whole model's loss and gradie
     // ex11.2's loss may run in float32 (its contract allows it): 1e-6, where a
     // lost micro-batch or data rank moves the loss by far more.
     REQUIRE(mpi_test::all_ranks(std::abs(loss.item<double>() - whole_loss.item<double>()) < 1e-6));
-    const double difference = largest_difference(*stage, *whole, mesh);
-    INFO("this rank's gradients differ from its parts of the whole model's by up to " << difference);
-    REQUIRE(mpi_test::all_ranks(difference < 1e-7));
+    const Difference difference = largest_difference(*stage, *whole, mesh);
+    INFO("this rank's gradients differ from its parts of the whole model's by up to " << difference.largest
+         << (difference.where.empty() ? "" : ", in " + difference.where));
+    REQUIRE(mpi_test::all_ranks(difference.largest < 1e-7));
   }
 }
