@@ -1,6 +1,7 @@
 // gpt_stage.cpp — one rank's part of the GPT at its place in the mesh.
 #include "gpt_stage.hpp"
 
+#include "checkpoint.hpp"  // Chapter 9
 #include "vocab_parallel.hpp"
 #include "workbook/errors.hpp"
 
@@ -29,6 +30,7 @@ GptStageImpl::GptStageImpl(const workbook::GptImpl& whole, const Mesh& mesh)
   }
   if (first_stage()) {
     positions = register_module("positions", torch::nn::Embedding(whole.positions->options));
+    positions->to(whole.positions->weight.device(), whole.positions->weight.scalar_type());
     positions->weight.copy_(whole.positions->weight);
   }
   blocks = register_module("blocks", torch::nn::Sequential());
@@ -78,7 +80,10 @@ torch::Tensor GptStageImpl::forward(int64_t micro, const torch::Tensor& input) {
   WB_CHECK(held_.count(micro) == 0, "stage {}: micro-batch {} went forward twice", stage(), micro);
   const torch::Tensor x = first_stage() ? input : input.detach().requires_grad_(true);
   torch::Tensor h = first_stage() ? embed(x) : x;
-  h = blocks->forward(h);
+  for (auto& block : *blocks) {
+    if (recompute) h = ch09::checkpoint([&block](const torch::Tensor& in) { return block.forward(in); }, h);
+    else h = block.forward(h);
+  }
   torch::Tensor output = h;
   if (last_stage())
     output = loss(h, targets_.narrow(0, micro * micro_rows_, micro_rows_)) / static_cast<double>(micro_batches_);

@@ -85,6 +85,7 @@ class GptStageImpl : public torch::nn::Module, public ch08::Stage {
   // ranks, copies of the whole model's GptBlocks over one.
   torch::nn::Sequential blocks{nullptr};
   torch::nn::LayerNorm final_norm{nullptr}; // the last stage only
+  bool recompute = false;  // each block checkpointed (Chapter 9): its activations recomputed in backward
 
  private:
   struct Held {

@@ -1,0 +1,21 @@
+// step.cpp — ex11.5: one training step of the GPT over the mesh.
+#include "step.hpp"
+
+#include "workbook/autocast.hpp"
+#include "workbook/errors.hpp"
+
+namespace ch11 {
+
+GptTrainer::GptTrainer(GptStageImpl& stage, const Mesh& mesh, const StepOptions& options,
+                       const ch07::MakeOptimizer& make_optimizer)
+    : stage_(stage), mesh_(mesh), options_(options) {
+  stage_.recompute = options.recompute;
+  sharding_ = std::make_unique<ch07::OptimizerStateSharding>(
+      stage_, *mesh.data, make_optimizer ? make_optimizer : ch07::adam(options.learning_rate));
+}
+
+double GptTrainer::step(const torch::Tensor& bytes, const torch::Tensor& targets) {
+  WB_NOT_IMPLEMENTED("ex11.5");  // TODO(ex11.5): your code here
+}
+
+}  // namespace ch11

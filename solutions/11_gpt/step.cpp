@@ -1,0 +1,42 @@
+// step.cpp — ex11.5: one training step of the GPT over the mesh.
+#include "step.hpp"
+
+#include "workbook/autocast.hpp"
+#include "workbook/errors.hpp"
+
+namespace ch11 {
+
+GptTrainer::GptTrainer(GptStageImpl& stage, const Mesh& mesh, const StepOptions& options,
+                       const ch07::MakeOptimizer& make_optimizer)
+    : stage_(stage), mesh_(mesh), options_(options) {
+  stage_.recompute = options.recompute;
+  sharding_ = std::make_unique<ch07::OptimizerStateSharding>(
+      stage_, *mesh.data, make_optimizer ? make_optimizer : ch07::adam(options.learning_rate));
+}
+
+double GptTrainer::step(const torch::Tensor& bytes, const torch::Tensor& targets) {
+  // BEGIN SOLUTION ex11.5
+  sharding_->zero_grad();
+  stage_.begin_step(bytes, targets, options_.micro_batches);
+  {
+    // 1F1B interleaves forwards and backwards: the whole schedule runs in
+    // the scope, and a recomputed block (Chapter 9) casts as its forward did.
+    std::unique_ptr<workbook::AutocastGuard> autocast;
+    if (options_.bfloat16)
+      autocast = std::make_unique<workbook::AutocastGuard>(bytes.device().type(), torch::kBFloat16);
+    ch08::one_f_one_b(stage_);
+  }
+  torch::Tensor loss = torch::full({1}, stage_.end_step(), torch::kFloat64);
+  add_tied_embedding_gradients(stage_, mesh_);
+  // Adam steps with the gradient averaged over the data group: stage 1
+  // reduce-scatters it, steps this rank's shard, all-gathers the parameters.
+  sharding_->step();
+  // The loss is the last stage's: every rank of the pipeline group learns it
+  // from there, then the data group averages.
+  mesh_.pipeline->broadcast(loss, stage_.stages() - 1);
+  mesh_.data->all_reduce(loss, workbook::ReduceOp::Average);
+  return loss.item<double>();
+  // END SOLUTION
+}
+
+}  // namespace ch11

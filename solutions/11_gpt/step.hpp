@@ -1,0 +1,48 @@
+// step.hpp — Chapter 11: one training step of the GPT over the mesh, every
+// earlier chapter's piece in its place.
+//
+//   every rank:  zero the gradients
+//                bytes of this data rank ─► Chapter 8's 1F1B over the pipeline group
+//                    (each block: ex11.1 over the tensor group; under bfloat16
+//                    autocast when asked; recomputed in backward when asked)
+//                the tied embedding's two stages: ex11.4
+//                ? ─► every rank of a data group holds the same, updated parameters
+#pragma once
+#include <memory>
+
+#include "gpt_stage.hpp"
+#include "sharding.hpp"  // Chapter 7: OptimizerStateSharding
+
+namespace ch11 {
+
+struct StepOptions {
+  int64_t micro_batches = 4;
+  bool bfloat16 = false;  // matrix products in bfloat16 under autocast; LayerNorms and softmax in float32
+  bool recompute = false; // each block's activations recomputed in backward (Chapter 9's checkpoint)
+  double learning_rate = 3e-3;
+};
+
+// The optimizer of one stage, its state sharded over the data group
+// (Chapter 7's stage 1): Adam at options.learning_rate unless another is given.
+class GptTrainer {
+ public:
+  GptTrainer(GptStageImpl& stage, const Mesh& mesh, const StepOptions& options,
+             const ch07::MakeOptimizer& make_optimizer = {});
+  // ex11.5. One step on this data rank's sequences `bytes` and `targets`
+  // [rows, T] (the same on every rank of its tensor and pipeline groups).
+  // Returns the mean loss over the global batch, on every rank. After it,
+  // every rank's parameters are those one process would have after one Adam
+  // step of the whole model on the global batch (its rows in data-rank order),
+  // with the same optimizer.
+  double step(const torch::Tensor& bytes, const torch::Tensor& targets);
+
+  ch07::Sharding& sharding() { return *sharding_; }
+
+ private:
+  GptStageImpl& stage_;
+  const Mesh& mesh_;
+  StepOptions options_;
+  std::unique_ptr<ch07::Sharding> sharding_;
+};
+
+}  // namespace ch11

@@ -1,0 +1,130 @@
+// gpt_parts.hpp — for Chapter 11's tests: the small model and the mesh shapes
+// the steps are tested on, and each parameter of a GptStage beside the part of
+// the whole model's parameter it holds.
+#pragma once
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "gpt_stage.hpp"
+
+namespace gpt_parts {
+
+inline workbook::GptOptions step_model(int64_t layers) {
+  workbook::GptOptions options;
+  options.layers = layers;
+  options.width = 32;
+  options.heads = 4;
+  options.context = 16;
+  return options;
+}
+
+inline std::vector<ch11::MeshShape> step_shapes(int ranks) {
+  std::vector<ch11::MeshShape> shapes;
+  for (int d = 1; d <= ranks; ++d)
+    for (int p = 1; p <= ranks; ++p)
+      for (int t = 1; t <= ranks; ++t)
+        if (d * p * t == ranks) shapes.push_back({d, p, t});
+  // One axis of data or pipeline first: their meshes are built by one_axis_mesh
+  // and their blocks are the whole model's, so an exercise is tested before
+  // ex11.1 and ex11.3 are.
+  std::stable_sort(shapes.begin(), shapes.end(), [ranks](const ch11::MeshShape& a, const ch11::MeshShape& b) {
+    return (a.tensor == 1 && (a.data == ranks || a.pipeline == ranks)) >
+           (b.tensor == 1 && (b.data == ranks || b.pipeline == ranks));
+  });
+  return shapes;
+}
+
+// Every rank on one line, of data or of pipeline, and alone on the other two axes.
+inline ch11::Mesh one_axis_mesh(workbook::Communicator& world, const ch11::MeshShape& shape) {
+  ch11::Mesh mesh;
+  mesh.shape = shape;
+  const int r = world.rank();
+  const bool pipeline = shape.pipeline == world.size();
+  mesh.here = pipeline ? ch11::MeshCoordinates{0, r, 0} : ch11::MeshCoordinates{r, 0, 0};
+  (pipeline ? mesh.pipeline : mesh.data) = world.split(0, r, "the line");
+  (pipeline ? mesh.data : mesh.pipeline) = world.split(r, 0, "alone");
+  mesh.tensor = world.split(r, 0, "alone");
+  return mesh;
+}
+
+
+struct Part {
+  std::string name;
+  torch::Tensor mine, whole;                       // this rank's parameter, the whole model's
+  std::function<torch::Tensor(const torch::Tensor&)> cut;  // the whole's tensor (or its gradient) → this rank's part
+};
+
+// Rows [first, first + count) of each of q, k and v in a whole qkv's [3w, ...] tensor.
+inline torch::Tensor qkv_head_rows(const torch::Tensor& whole, int64_t width, int64_t first, int64_t count) {
+  return torch::cat({whole.narrow(0, first, count), whole.narrow(0, width + first, count),
+                     whole.narrow(0, 2 * width + first, count)});
+}
+
+inline std::vector<Part> parts_of(ch11::GptStageImpl& stage, workbook::GptImpl& whole, const ch11::Mesh& mesh) {
+  const int64_t t = mesh.shape.tensor, r = mesh.here.tensor, width = whole.options.width;
+  const int64_t local = width / t, hidden = 4 * width / t, vocabulary_rows = whole.options.vocabulary / t;
+  const auto all = [](const torch::Tensor& x) { return x; };
+  const auto rows = [](int64_t first, int64_t count) {
+    return [=](const torch::Tensor& x) { return x.narrow(0, first, count); };
+  };
+  const auto columns = [](int64_t first, int64_t count) {
+    return [=](const torch::Tensor& x) { return x.narrow(1, first, count); };
+  };
+  std::vector<Part> parts;
+  if (stage.tokens.defined())
+    parts.push_back({"tokens", stage.tokens, whole.tokens->weight, rows(r * vocabulary_rows, vocabulary_rows)});
+  if (stage.first_stage()) parts.push_back({"positions", stage.positions->weight, whole.positions->weight, all});
+  if (stage.last_stage()) {
+    parts.push_back({"final_norm.weight", stage.final_norm->weight, whole.final_norm->weight, all});
+    parts.push_back({"final_norm.bias", stage.final_norm->bias, whole.final_norm->bias, all});
+  }
+  for (int64_t layer = stage.first_layer; layer < stage.end_layer; ++layer) {
+    auto& block = *whole.blocks[layer]->as<workbook::GptBlockImpl>();
+    const auto expected = block.named_parameters();
+    const auto name = [layer](const std::string& what) { return "block " + std::to_string(layer) + ": " + what; };
+    if (t == 1) {  // the whole block's copy: every parameter by name
+      for (const auto& mine : stage.blocks[layer - stage.first_layer]->named_parameters())
+        parts.push_back({name(mine.key()), mine.value(), expected[mine.key()], all});
+      continue;
+    }
+    auto& mine = *stage.blocks[layer - stage.first_layer]->as<ch11::TensorParallelBlockImpl>();
+    const auto heads = [=](const torch::Tensor& x) { return qkv_head_rows(x, width, r * local, local); };
+    parts.push_back({name("norm1.weight"), mine.norm1->weight, block.norm1->weight, all});
+    parts.push_back({name("norm1.bias"), mine.norm1->bias, block.norm1->bias, all});
+    parts.push_back({name("norm2.weight"), mine.norm2->weight, block.norm2->weight, all});
+    parts.push_back({name("norm2.bias"), mine.norm2->bias, block.norm2->bias, all});
+    parts.push_back({name("qkv.weight"), mine.qkv->weight, block.attention->qkv->weight, heads});
+    parts.push_back({name("qkv.bias"), mine.qkv->bias, block.attention->qkv->bias, heads});
+    parts.push_back({name("projection.weight"), mine.projection->weight, block.attention->projection->weight,
+                     columns(r * local, local)});
+    parts.push_back({name("projection.bias"), mine.projection->bias, block.attention->projection->bias, all});
+    parts.push_back({name("expand.weight"), mine.expand->weight, block.expand->weight, rows(r * hidden, hidden)});
+    parts.push_back({name("expand.bias"), mine.expand->bias, block.expand->bias, rows(r * hidden, hidden)});
+    parts.push_back({name("contract.weight"), mine.contract->weight, block.contract->weight,
+                     columns(r * hidden, hidden)});
+    parts.push_back({name("contract.bias"), mine.contract->bias, block.contract->bias, all});
+  }
+  return parts;
+}
+
+struct Difference {
+  double largest = 0.0;
+  std::string where;  // the part that has it
+};
+
+// The largest difference between what `mine_of` takes of this rank's parts and of the whole's.
+inline Difference largest_difference(const std::vector<Part>& parts,
+                                     const std::function<torch::Tensor(const torch::Tensor&)>& of) {
+  Difference found;
+  for (const Part& part : parts) {
+    const torch::Tensor mine = of(part.mine), whole = of(part.whole);
+    if (!mine.defined() || !whole.defined()) return {INFINITY, part.name + " (it has none)"};
+    const double difference = (mine - part.cut(whole)).abs().max().item<double>();
+    if (!(difference <= found.largest)) found = {difference, part.name};
+  }
+  return found;
+}
+
+}  // namespace gpt_parts

@@ -1,0 +1,89 @@
+// Tests for ex11.5: two training steps of the GPT over every mesh against two
+// optimizer steps of the whole model on the global batch (float64), with and
+// without recomputed blocks; and under bfloat16 autocast, against float32.
+#include "catch2_compat.hpp"
+
+#include "gpt_parts.hpp"
+#include "mpi_test.hpp"
+#include "step.hpp"
+
+namespace {
+
+// Plain SGD, on whatever tensors the sharding hands it: the step is the
+// gradient itself, so the parameters show every error in it.
+ch07::MakeOptimizer sgd(double lr) {
+  return [lr](const std::vector<ch07::FlatGroup*>&, std::vector<torch::Tensor> tensors) {
+    return std::make_unique<torch::optim::SGD>(tensors, torch::optim::SGDOptions(lr));
+  };
+}
+
+}  // namespace
+
+TEST_CASE("ex11.5 two steps over every mesh are the whole model's optimizer steps", "[ex11.5][np4]") {
+  auto world = mpi_test::communicator();
+  for (const ch11::MeshShape& shape : gpt_parts::step_shapes(world->size()))
+    for (const bool recompute : {false, true}) {
+      CAPTURE(shape.data, shape.pipeline, shape.tensor, recompute);
+      torch::manual_seed(51);
+      workbook::Gpt whole(gpt_parts::step_model(shape.pipeline > 2 ? shape.pipeline : 2));
+      whole->to(torch::kFloat64);
+      const int64_t sequences = 8;
+      // Both steps' batches, drawn before anything else draws (building a stage may).
+      const torch::Tensor batches = torch::randint(0, 256, {2, 2, sequences, 16}, torch::kInt64);
+      const bool one_axis = shape.tensor == 1 && (shape.data == world->size() || shape.pipeline == world->size());
+      const ch11::Mesh mesh = one_axis ? gpt_parts::one_axis_mesh(*world, shape) : ch11::make_mesh(*world, shape);
+      ch11::GptStage stage(*whole, mesh);
+      ch11::StepOptions options;
+      options.micro_batches = 2;
+      options.recompute = recompute;
+      ch11::GptTrainer trainer(*stage, mesh, options, sgd(0.5));
+      torch::optim::SGD whole_optimizer(whole->parameters(), torch::optim::SGDOptions(0.5));
+      const int64_t rows = sequences / shape.data;
+      for (int step = 0; step < 2; ++step) {
+        CAPTURE(step);
+        const torch::Tensor bytes = batches[step][0], targets = batches[step][1];
+        const double loss = trainer.step(bytes.narrow(0, mesh.here.data * rows, rows),
+                                         targets.narrow(0, mesh.here.data * rows, rows));
+        whole_optimizer.zero_grad();
+        const torch::Tensor whole_loss = whole->loss(bytes, targets);
+        whole_loss.backward();
+        whole_optimizer.step();
+        INFO("the step returned the loss " << loss << ", the whole model's is " << whole_loss.item<double>());
+        REQUIRE(mpi_test::all_ranks(std::abs(loss - whole_loss.item<double>()) < 1e-6));
+      }
+      const gpt_parts::Difference difference = gpt_parts::largest_difference(
+          gpt_parts::parts_of(*stage, *whole, mesh), [](const torch::Tensor& p) { return p.detach(); });
+      INFO("after the two steps this rank's parameters differ from their parts of the whole model's by up to "
+           << difference.largest << (difference.where.empty() ? "" : ", in " + difference.where));
+      REQUIRE(mpi_test::all_ranks(difference.largest < 1e-7));
+    }
+}
+
+TEST_CASE("ex11.5 under bfloat16 autocast the loss stays near float32's", "[ex11.5][np4]") {
+  auto world = mpi_test::communicator();
+  for (const ch11::MeshShape& shape : gpt_parts::step_shapes(world->size())) {
+    CAPTURE(shape.data, shape.pipeline, shape.tensor);
+    torch::manual_seed(52);
+    workbook::Gpt whole(gpt_parts::step_model(shape.pipeline > 2 ? shape.pipeline : 2));
+    const torch::Tensor bytes = torch::randint(0, 256, {8, 16}, torch::kInt64);
+    const torch::Tensor targets = torch::randint(0, 256, {8, 16}, torch::kInt64);
+    const double whole_loss = whole->loss(bytes, targets).item<double>();
+
+    const bool one_axis = shape.tensor == 1 && (shape.data == world->size() || shape.pipeline == world->size());
+    const ch11::Mesh mesh = one_axis ? gpt_parts::one_axis_mesh(*world, shape) : ch11::make_mesh(*world, shape);
+    ch11::GptStage stage(*whole, mesh);
+    ch11::StepOptions options;
+    options.micro_batches = 2;
+    options.bfloat16 = true;
+    ch11::GptTrainer trainer(*stage, mesh, options);
+    const int64_t rows = 8 / shape.data;
+    const double loss =
+        trainer.step(bytes.narrow(0, mesh.here.data * rows, rows), targets.narrow(0, mesh.here.data * rows, rows));
+    INFO("bfloat16's loss " << loss << ", float32's " << whole_loss);
+    REQUIRE(mpi_test::all_ranks(std::abs(loss - whole_loss) < 2e-2 * whole_loss));
+    bool float32 = true;
+    for (const torch::Tensor& p : stage->parameters()) float32 = float32 && p.scalar_type() == torch::kFloat32;
+    INFO("the parameters stay float32 under autocast: only the products compute in bfloat16");
+    REQUIRE(mpi_test::all_ranks(float32));
+  }
+}
