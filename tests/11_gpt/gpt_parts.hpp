@@ -56,6 +56,20 @@ struct Part {
   std::function<torch::Tensor(const torch::Tensor&)> cut;  // the whole's tensor (or its gradient) → this rank's part
 };
 
+// The mesh a test runs `shape` on: one_axis_mesh where it can, so that an
+// exercise is tested before ex11.3 is done; make_mesh otherwise.
+inline ch11::Mesh mesh_for(workbook::Communicator& world, const ch11::MeshShape& shape) {
+  const bool one_axis = shape.tensor == 1 && (shape.data == world.size() || shape.pipeline == world.size());
+  return one_axis ? one_axis_mesh(world, shape) : ch11::make_mesh(world, shape);
+}
+
+// The whole model a test compares with, built from `seed`: 2 layers, or one
+// per stage where there are more stages.
+inline workbook::Gpt whole_model(const ch11::MeshShape& shape, uint64_t seed) {
+  torch::manual_seed(seed);
+  return workbook::Gpt(step_model(shape.pipeline > 2 ? shape.pipeline : 2));
+}
+
 // Rows [first, first + count) of each of q, k and v in a whole qkv's [3w, ...] tensor.
 inline torch::Tensor qkv_head_rows(const torch::Tensor& whole, int64_t width, int64_t first, int64_t count) {
   return torch::cat({whole.narrow(0, first, count), whole.narrow(0, width + first, count),

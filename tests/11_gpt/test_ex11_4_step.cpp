@@ -12,8 +12,7 @@ TEST_CASE("ex11.4 a step over every mesh gives the whole model's loss and gradie
   auto world = mpi_test::communicator();
   for (const ch11::MeshShape& shape : gpt_parts::step_shapes(world->size())) {
     CAPTURE(shape.data, shape.pipeline, shape.tensor);
-    torch::manual_seed(41);
-    workbook::Gpt whole(gpt_parts::step_model(shape.pipeline > 2 ? shape.pipeline : 2));
+    workbook::Gpt whole = gpt_parts::whole_model(shape, 41);
     whole->to(torch::kFloat64);
     const int64_t sequences = 8, positions = 16, micro_batches = 2;
     const torch::Tensor bytes = torch::randint(0, 256, {sequences, positions}, torch::kInt64);
@@ -21,8 +20,7 @@ TEST_CASE("ex11.4 a step over every mesh gives the whole model's loss and gradie
     const torch::Tensor whole_loss = whole->loss(bytes, targets);
     whole_loss.backward();
 
-    const bool one_axis = shape.tensor == 1 && (shape.data == world->size() || shape.pipeline == world->size());
-    const ch11::Mesh mesh = one_axis ? gpt_parts::one_axis_mesh(*world, shape) : ch11::make_mesh(*world, shape);
+    const ch11::Mesh mesh = gpt_parts::mesh_for(*world, shape);
     ch11::GptStage stage(*whole, mesh);
     const int64_t rows = sequences / shape.data, first = mesh.here.data * rows;
     stage->begin_step(bytes.narrow(0, first, rows), targets.narrow(0, first, rows), micro_batches);

@@ -24,14 +24,12 @@ TEST_CASE("ex11.5 two steps over every mesh are the whole model's optimizer step
   for (const ch11::MeshShape& shape : gpt_parts::step_shapes(world->size()))
     for (const bool recompute : {false, true}) {
       CAPTURE(shape.data, shape.pipeline, shape.tensor, recompute);
-      torch::manual_seed(51);
-      workbook::Gpt whole(gpt_parts::step_model(shape.pipeline > 2 ? shape.pipeline : 2));
+      workbook::Gpt whole = gpt_parts::whole_model(shape, 51);
       whole->to(torch::kFloat64);
       const int64_t sequences = 8;
       // Both steps' batches, drawn before anything else draws (building a stage may).
       const torch::Tensor batches = torch::randint(0, 256, {2, 2, sequences, 16}, torch::kInt64);
-      const bool one_axis = shape.tensor == 1 && (shape.data == world->size() || shape.pipeline == world->size());
-      const ch11::Mesh mesh = one_axis ? gpt_parts::one_axis_mesh(*world, shape) : ch11::make_mesh(*world, shape);
+      const ch11::Mesh mesh = gpt_parts::mesh_for(*world, shape);
       ch11::GptStage stage(*whole, mesh);
       ch11::StepOptions options;
       options.micro_batches = 2;
@@ -63,14 +61,12 @@ TEST_CASE("ex11.5 under bfloat16 autocast the loss stays near float32's", "[ex11
   auto world = mpi_test::communicator();
   for (const ch11::MeshShape& shape : gpt_parts::step_shapes(world->size())) {
     CAPTURE(shape.data, shape.pipeline, shape.tensor);
-    torch::manual_seed(52);
-    workbook::Gpt whole(gpt_parts::step_model(shape.pipeline > 2 ? shape.pipeline : 2));
+    workbook::Gpt whole = gpt_parts::whole_model(shape, 52);
     const torch::Tensor bytes = torch::randint(0, 256, {8, 16}, torch::kInt64);
     const torch::Tensor targets = torch::randint(0, 256, {8, 16}, torch::kInt64);
     const double whole_loss = whole->loss(bytes, targets).item<double>();
 
-    const bool one_axis = shape.tensor == 1 && (shape.data == world->size() || shape.pipeline == world->size());
-    const ch11::Mesh mesh = one_axis ? gpt_parts::one_axis_mesh(*world, shape) : ch11::make_mesh(*world, shape);
+    const ch11::Mesh mesh = gpt_parts::mesh_for(*world, shape);
     ch11::GptStage stage(*whole, mesh);
     ch11::StepOptions options;
     options.micro_batches = 2;
