@@ -96,11 +96,7 @@ torch::Tensor GptStageImpl::loss(const torch::Tensor& x, const torch::Tensor& ta
 torch::Tensor GptStageImpl::forward(int64_t micro, const torch::Tensor& input) {
   WB_CHECK(held_.count(micro) == 0, "stage {}: micro-batch {} went forward twice", stage(), micro);
   const torch::Tensor x = first_stage() ? input : input.detach().requires_grad_(true);
-  torch::Tensor h = first_stage() ? embed(x) : x;
-  for (auto& block : *blocks) {
-    if (recompute) h = ch09::checkpoint([&block](const torch::Tensor& in) { return block.forward(in); }, h);
-    else h = block.forward(h);
-  }
+  const torch::Tensor h = run_blocks(first_stage() ? embed(x) : x);
   torch::Tensor output = h;
   if (last_stage())
     output = loss(h, targets_.narrow(0, micro * micro_rows_, micro_rows_)) / static_cast<double>(micro_batches_);
@@ -116,6 +112,64 @@ torch::Tensor GptStageImpl::backward(int64_t micro, const torch::Tensor& output_
   if (last_stage()) h.output.backward();
   else h.output.backward(output_grad);
   return first_stage() ? torch::Tensor() : h.input.grad();
+}
+
+torch::Tensor GptStageImpl::run_blocks(torch::Tensor h) {
+  for (auto& block : *blocks) {
+    if (recompute && torch::GradMode::is_enabled())
+      h = ch09::checkpoint([&block](const torch::Tensor& in) { return block.forward(in); }, h);
+    else
+      h = block.forward(h);
+  }
+  return h;
+}
+
+// ---- forward only ---------------------------------------------------------------------
+
+double GptStageImpl::evaluate(const torch::Tensor& bytes, const torch::Tensor& targets, int64_t micro_batches) {
+  torch::NoGradGuard no_grad;
+  begin_step(bytes, targets, micro_batches);
+  torch::Tensor loss = torch::zeros({1}, torch::kFloat64);
+  for (int64_t micro = 0; micro < micro_batches; ++micro) {
+    const torch::Tensor input = recv_forward(micro);
+    const torch::Tensor h = run_blocks(first_stage() ? embed(input) : input);
+    if (last_stage()) loss += this->loss(h, targets_.narrow(0, micro * micro_rows_, micro_rows_)).item<double>();
+    else send_forward(h);
+  }
+  mesh_->pipeline->broadcast(loss, stages() - 1);
+  return loss.item<double>() / static_cast<double>(micro_batches);
+}
+
+std::string GptStageImpl::generate(const std::string& prompt, int64_t count, double temperature,
+                                   torch::Generator& generator) {
+  WB_CHECK(temperature > 0.0 && !prompt.empty(), "generating needs a prompt and a positive temperature");
+  torch::NoGradGuard no_grad;
+  const int64_t context = first_stage() ? positions->weight.size(0) : 0;
+  torch::Tensor length = torch::full({1}, context, torch::kInt64);
+  mesh_->pipeline->broadcast(length, 0);  // only the first stage holds the positions
+  std::string text = prompt;
+  for (int64_t i = 0; i < count; ++i) {
+    const size_t first = text.size() > static_cast<size_t>(length.item<int64_t>()) ? text.size() - length.item<int64_t>() : 0;
+    std::vector<int64_t> recent;
+    for (size_t j = first; j < text.size(); ++j) recent.push_back(static_cast<unsigned char>(text[j]));
+    const torch::Tensor window = torch::tensor(recent, torch::kInt64).view({1, -1});
+    begin_step(window, window, 1);
+    const torch::Tensor h = run_blocks(first_stage() ? embed(window) : recv_forward(0));
+    torch::Tensor next = torch::zeros({1}, torch::kInt64);
+    if (last_stage()) {
+      // This rank's vocabulary rows' logits of the last position; the tensor
+      // group gathers the whole row (256 numbers) to draw from.
+      const torch::Tensor last = final_norm(h.select(1, -1));
+      const torch::Tensor mine = torch::matmul(last, tokens.t()).to(torch::kFloat32).contiguous();
+      const torch::Tensor logits = mesh_->tensor->all_gather(mine).permute({1, 0, 2}).reshape({1, -1}) / temperature;
+      next = torch::multinomial(torch::softmax(logits, -1), 1, false, generator).view({1});
+    } else {
+      send_forward(h);
+    }
+    mesh_->pipeline->broadcast(next, stages() - 1);
+    text.push_back(static_cast<char>(static_cast<unsigned char>(next.item<int64_t>())));
+  }
+  return text;
 }
 
 // ---- the neighbours: the pipeline group's previous and next stage -------------------

@@ -57,8 +57,8 @@ class GptStageImpl : public torch::nn::Module, public ch08::Stage {
   // whole model's token embedding plus positions, the same on every rank of
   // the tensor group, though this rank holds only its rows of the tokens.
   // After backward, `tokens`' gradient is this rank's rows of the whole
-  // model's (from this use), and x's upstream gradient, the same on every
-  // rank, must not be counted t times.
+  // model's gradient from this use, and `positions`' the whole model's, on
+  // every rank of the tensor group.
   torch::Tensor embed(const torch::Tensor& bytes);
   // ex11.4. The last stage's loss: `x` [rows, T, w] (the last block's output,
   // the same on every rank of the tensor group) through the final LayerNorm
@@ -74,6 +74,16 @@ class GptStageImpl : public torch::nn::Module, public ch08::Stage {
   void send_backward(const torch::Tensor& input_grad) override;
   torch::Tensor send_forward_recv_backward(const torch::Tensor& activation) override;
   torch::Tensor send_backward_recv_forward(const torch::Tensor& input_grad, int64_t micro) override;
+
+  // Given: forward only, for the programs. The mean loss of predicting
+  // `targets` from `bytes` [rows, T] (the same on every rank of the tensor and
+  // pipeline groups), micro-batch by micro-batch; every rank of the pipeline
+  // group gets it.
+  double evaluate(const torch::Tensor& bytes, const torch::Tensor& targets, int64_t micro_batches);
+  // `prompt` and `count` bytes drawn one at a time from the model's softmax at
+  // `temperature`, each from the last T bytes, as workbook::Gpt::generate
+  // draws them: every rank passes the same generator state and gets the text.
+  std::string generate(const std::string& prompt, int64_t count, double temperature, torch::Generator& generator);
 
   int64_t first_layer = 0, end_layer = 0;  // this stage's blocks: [first_layer, end_layer)
   // This tensor rank's rows of the token embedding, [V/t, w]: on the first
@@ -92,6 +102,7 @@ class GptStageImpl : public torch::nn::Module, public ch08::Stage {
     torch::Tensor input, output;
   };
   torch::Tensor activation_buffer() const;
+  torch::Tensor run_blocks(torch::Tensor h);
 
   const Mesh* mesh_;
   int64_t width_ = 0, vocabulary_ = 0;
@@ -105,8 +116,8 @@ TORCH_MODULE(GptStage);
 // ex11.4. After the schedule's backwards: the first and the last stage of a
 // pipeline group hold the same token rows (tied), each with the gradient of
 // its own use; after this call both hold the whole model's gradient of those
-// rows, and both step with it. Collective over the pipeline group: every
-// stage calls it.
+// rows, and both step with it. Every stage calls it (a stage that is neither
+// end, or a pipeline of one stage, has nothing to add).
 void add_tied_embedding_gradients(GptStageImpl& stage, const Mesh& mesh);
 
 // Then, without sharded optimizer state: every gradient averaged over the

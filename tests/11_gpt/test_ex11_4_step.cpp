@@ -3,6 +3,8 @@
 // for every shape of the world: data, pipeline and tensor alone and mixed.
 #include "catch2_compat.hpp"
 
+#include <ATen/CPUGeneratorImpl.h>
+
 #include "gpt_parts.hpp"
 #include "gpt_stage.hpp"
 #include "mpi_test.hpp"
@@ -42,5 +44,29 @@ TEST_CASE("ex11.4 a step over every mesh gives the whole model's loss and gradie
     INFO("this rank's gradients differ from its parts of the whole model's by up to " << difference.largest
          << (difference.where.empty() ? "" : ", in " + difference.where));
     REQUIRE(mpi_test::all_ranks(difference.largest < 1e-7));
+  }
+}
+
+TEST_CASE("ex11.4 the stage's evaluate and generate give the whole model's loss and text", "[ex11.4][np4]") {
+  auto world = mpi_test::communicator();
+  for (const ch11::MeshShape& shape : gpt_parts::step_shapes(world->size())) {
+    CAPTURE(shape.data, shape.pipeline, shape.tensor);
+    workbook::Gpt whole = gpt_parts::whole_model(shape, 43);
+    whole->to(torch::kFloat64);
+    const torch::Tensor bytes = torch::randint(0, 256, {4, 16}, torch::kInt64);
+    const torch::Tensor targets = torch::randint(0, 256, {4, 16}, torch::kInt64);
+    const double whole_loss = whole->loss(bytes, targets).item<double>();
+    torch::Generator whole_draws = at::make_generator<at::CPUGeneratorImpl>(7);
+    const std::string whole_text = whole->generate("the ", 24, 1.0, whole_draws);
+
+    const ch11::Mesh mesh = gpt_parts::mesh_for(*world, shape);
+    ch11::GptStage stage(*whole, mesh);
+    const double loss = stage->evaluate(bytes, targets, 2);
+    INFO("evaluate gives " << loss << ", the whole model's loss is " << whole_loss);
+    REQUIRE(mpi_test::all_ranks(std::abs(loss - whole_loss) < 1e-6));
+    torch::Generator draws = at::make_generator<at::CPUGeneratorImpl>(7);
+    const std::string text = stage->generate("the ", 24, 1.0, draws);
+    INFO("generated \"" << text << "\", the whole model \"" << whole_text << "\"");
+    REQUIRE(mpi_test::all_ranks(text == whole_text));
   }
 }
