@@ -36,6 +36,8 @@ JOBS = {
     "ch09": ("Chapter 9, fewer bytes: bfloat16 compute and bfloat16 gradients on the wire, checkpointed",
              "ch09_train", "--precision bf16 --wire bf16 --checkpoint-every 2 --epochs 3",
              "--precision fp16 --master-weights --epochs 1", 30),
+    "ch11": ("Chapter 11, a small GPT: each block split over the 2 ranks of a node, data parallel between nodes",
+             "ch11_train", "--tensor 2 --steps 500", "--tensor 2 --pipeline 2 --bf16 --recompute --steps 200", 30),
 }
 RANKS_PER_NODE = 2  # on GPU nodes: the GPUs per node
 NODE_COUNTS = (1, 2)
