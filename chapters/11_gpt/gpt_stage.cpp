@@ -203,13 +203,4 @@ void add_tied_embedding_gradients(GptStageImpl& stage, const Mesh& mesh) {
   WB_NOT_IMPLEMENTED("ex11.4");  // TODO(ex11.4): your code here
 }
 
-void average_over_data_group(GptStageImpl& stage, const Mesh& mesh) {
-  if (mesh.shape.data == 1) return;
-  for (torch::Tensor& parameter : stage.parameters()) {
-    torch::Tensor grad = parameter.mutable_grad();
-    mesh.data->all_reduce(grad, workbook::ReduceOp::Sum);
-    grad.div_(mesh.shape.data);
-  }
-}
-
 }  // namespace ch11

@@ -120,8 +120,4 @@ TORCH_MODULE(GptStage);
 // end, or a pipeline of one stage, has nothing to add).
 void add_tied_embedding_gradients(GptStageImpl& stage, const Mesh& mesh);
 
-// Then, without sharded optimizer state: every gradient averaged over the
-// data group (each data rank's loss is the mean over its own rows).
-void average_over_data_group(GptStageImpl& stage, const Mesh& mesh);
-
 }  // namespace ch11

@@ -231,13 +231,4 @@ void add_tied_embedding_gradients(GptStageImpl& stage, const Mesh& mesh) {
   // END SOLUTION
 }
 
-void average_over_data_group(GptStageImpl& stage, const Mesh& mesh) {
-  if (mesh.shape.data == 1) return;
-  for (torch::Tensor& parameter : stage.parameters()) {
-    torch::Tensor grad = parameter.mutable_grad();
-    mesh.data->all_reduce(grad, workbook::ReduceOp::Sum);
-    grad.div_(mesh.shape.data);
-  }
-}
-
 }  // namespace ch11

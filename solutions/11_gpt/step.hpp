@@ -31,9 +31,9 @@ class GptTrainer {
   // ex11.5. One step on this data rank's sequences `bytes` and `targets`
   // [rows, T] (the same on every rank of its tensor and pipeline groups).
   // Returns the mean loss over the global batch, on every rank. After it,
-  // every rank's parameters are those one process would have after one Adam
-  // step of the whole model on the global batch (its rows in data-rank order),
-  // with the same optimizer.
+  // every rank's parameters are those one process would have after one step
+  // of the same optimizer (Adam unless the constructor was given another) on
+  // the whole model and the global batch (its rows in data-rank order).
   double step(const torch::Tensor& bytes, const torch::Tensor& targets);
 
   ch07::Sharding& sharding() { return *sharding_; }

@@ -29,7 +29,7 @@ TEST_CASE("ex11.4 a step over every mesh gives the whole model's loss and gradie
     ch08::one_f_one_b(*stage);
     torch::Tensor loss = torch::full({1}, stage->end_step(), torch::kFloat64);
     ch11::add_tied_embedding_gradients(*stage, mesh);
-    ch11::average_over_data_group(*stage, mesh);
+    gpt_parts::average_over_data_group(*stage, mesh);
 
     // The mean over the data ranks of the last stages' losses, on every rank.
     if (!stage->last_stage()) loss.zero_();

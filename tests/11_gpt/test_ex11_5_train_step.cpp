@@ -77,6 +77,8 @@ TEST_CASE("ex11.5 under bfloat16 autocast the loss stays near float32's", "[ex11
         trainer.step(bytes.narrow(0, mesh.here.data * rows, rows), targets.narrow(0, mesh.here.data * rows, rows));
     INFO("bfloat16's loss " << loss << ", float32's " << whole_loss);
     REQUIRE(mpi_test::all_ranks(std::abs(loss - whole_loss) < 2e-2 * whole_loss));
+    INFO("the loss is float32's to 1e-6: the products did not run in bfloat16");
+    REQUIRE(mpi_test::all_ranks(std::abs(loss - whole_loss) > 1e-6));
     bool float32 = true;
     for (const torch::Tensor& p : stage->parameters()) float32 = float32 && p.scalar_type() == torch::kFloat32;
     INFO("the parameters stay float32 under autocast: only the products compute in bfloat16");
