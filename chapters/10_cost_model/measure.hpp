@@ -27,8 +27,8 @@ double slowest(workbook::Communicator& comm, double seconds);
 std::vector<double> slowest(workbook::Communicator& comm, const std::vector<double>& seconds);
 std::string bytes_text(double bytes);
 
-// --measure link: ping-pong between ranks 0 and 1, and the line fitted to it.
-ch10::Link measure_link(workbook::Program& program, bool quick);
+// --measure link: ping-pong between ranks 0 and `partner`, and the line fitted to it.
+ch10::Link measure_link(workbook::Program& program, bool quick, int partner = 1);
 // Note [making Open MPI use one algorithm] (measure_collectives.cpp).
 void force_open_mpi_algorithm(const std::string& allreduce);
 // --measure allreduce: one algorithm over the sizes, each predicted and measured.

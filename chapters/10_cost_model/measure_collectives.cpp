@@ -45,9 +45,10 @@ std::string bytes_text(double bytes) {
 
 // ---- link: ping-pong and the fit --------------------------------------------------
 
-ch10::Link measure_link(workbook::Program& program, bool quick) {
+ch10::Link measure_link(workbook::Program& program, bool quick, int partner) {
   workbook::Communicator& comm = program.comm();
-  WB_CHECK(comm.size() >= 2, "--measure link needs 2 ranks or more (ranks 0 and 1 play ping-pong)");
+  WB_CHECK(comm.size() > partner && partner > 0, "the ping-pong needs ranks 0 and {}, and there are {}", partner,
+           comm.size());
   std::vector<int64_t> sizes = {1, 1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 2 << 20, 4 << 20};
   if (quick) sizes.resize(7);
   std::vector<ch10::Timing> timings;
@@ -60,9 +61,9 @@ ch10::Link measure_link(workbook::Program& program, bool quick) {
       comm.barrier();
       const double start = now_s();
       if (comm.rank() == 0) {
-        comm.send(buffer, 1);
-        comm.recv(buffer, 1);
-      } else if (comm.rank() == 1) {
+        comm.send(buffer, partner);
+        comm.recv(buffer, partner);
+      } else if (comm.rank() == partner) {
         comm.recv(buffer, 0);
         comm.send(buffer, 0);
       }

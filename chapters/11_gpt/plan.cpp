@@ -1,4 +1,5 @@
-// plan.cpp — what a layout of the GPT costs, from the sizes alone.
+// plan.cpp — ex11.6: what a rank of the GPT computes and what its groups
+// move in one step, from the sizes alone.
 #include "plan.hpp"
 
 #include "gpt_stage.hpp"  // layers_of_stage
@@ -35,32 +36,20 @@ int64_t parameters_at(const workbook::GptOptions& model, const MeshShape& shape,
   return count;
 }
 
+StepFlops step_flops(const workbook::GptOptions& model, const MeshShape& shape, const MeshCoordinates& here,
+                     const StepShape& step) {
+  WB_CHECK(step.batch % shape.data == 0, "a batch of {} does not cut into {} data ranks", step.batch, shape.data);
+  StepFlops flops;
+  WB_NOT_IMPLEMENTED("ex11.6");  // TODO(ex11.6): your code here
+  return flops;
+}
+
 StepElements step_elements(const workbook::GptOptions& model, const MeshShape& shape, const MeshCoordinates& here,
                            const StepShape& step) {
   WB_CHECK(step.batch % (shape.data * step.micro_batches) == 0, "a batch of {} does not cut into {} × {}",
            step.batch, shape.data, step.micro_batches);
-  const int64_t w = model.width, t = shape.tensor, m = step.micro_batches;
-  const int64_t positions = step.batch / shape.data / m * step.context;  // a micro-batch's rows
-  const int64_t activation = positions * w;
-  const auto [first, end] = layers_of_stage(model.layers, here.pipeline, shape.pipeline);
-  const bool first_stage = here.pipeline == 0, last_stage = here.pipeline == shape.pipeline - 1;
   StepElements e;
-  // Each split block: g after the projection and after the MLP going forward,
-  // f before qkv and before expand going back; a recomputed block goes forward twice.
-  const int64_t per_block = t > 1 ? (step.recompute ? 6 : 4) * activation : 0;
-  int64_t per_micro = (end - first) * per_block;
-  if (first_stage) per_micro += activation;                      // the lookup's sum (g)
-  if (last_stage) per_micro += activation + 3 * positions;       // f before the logits; the loss's three
-  e.tensor_all_reduce = m * per_micro;
-  // Activations forward, their gradients back, one micro-batch at a time.
-  e.pipeline_sent = m * activation * ((first_stage ? 0 : 1) + (last_stage ? 0 : 1));
-  if (shape.pipeline > 1 && (first_stage || last_stage)) e.pipeline_sent += model.vocabulary / t * w;
-  // Chapter 7's stage 1: the flat gradient reduce-scattered, the parameters
-  // gathered back; each rank's shard of the padded buffer.
-  const int64_t held = parameters_at(model, shape, here);
-  const int64_t shard = (held + shape.data - 1) / shape.data;
-  e.data_reduce_scatter = shard;
-  e.data_all_gather = shard;
+  WB_NOT_IMPLEMENTED("ex11.6");  // TODO(ex11.6): your code here
   return e;
 }
 

@@ -1,4 +1,5 @@
-// plan.cpp — what a layout of the GPT costs, from the sizes alone.
+// plan.cpp — ex11.6: what a rank of the GPT computes and what its groups
+// move in one step, from the sizes alone.
 #include "plan.hpp"
 
 #include "gpt_stage.hpp"  // layers_of_stage
@@ -35,16 +36,39 @@ int64_t parameters_at(const workbook::GptOptions& model, const MeshShape& shape,
   return count;
 }
 
+StepFlops step_flops(const workbook::GptOptions& model, const MeshShape& shape, const MeshCoordinates& here,
+                     const StepShape& step) {
+  WB_CHECK(step.batch % shape.data == 0, "a batch of {} does not cut into {} data ranks", step.batch, shape.data);
+  StepFlops flops;
+  // BEGIN SOLUTION ex11.6
+  const double w = model.width, t = shape.tensor, T = step.context;
+  const double tokens = static_cast<double>(step.batch / shape.data) * step.context;
+  const auto [first, end] = layers_of_stage(model.layers, here.pipeline, shape.pipeline);
+  // A block, per token, on one of t ranks: qkv (3w²), projection (w²), expand
+  // and contract (4w² each) are 12w²/t multiply-adds; the scores q·kᵀ and the
+  // weighted sum are T·w/t each (every key of the T, the rank's heads' width).
+  const double block = 2 * (12 * w * w / t) + 2 * (2 * T * w / t);
+  const double logits = here.pipeline == shape.pipeline - 1 ? 2 * (model.vocabulary / t) * w : 0.0;
+  const double blocks = (end - first) * block;
+  flops.forward = tokens * (blocks + logits);
+  // Backward: each product's two gradients (its input's and its weight's, or
+  // both operands'), twice the forward; a recomputed block runs its forward again.
+  flops.backward = 2 * flops.forward + (step.recompute ? tokens * blocks : 0.0);
+  // END SOLUTION
+  return flops;
+}
+
 StepElements step_elements(const workbook::GptOptions& model, const MeshShape& shape, const MeshCoordinates& here,
                            const StepShape& step) {
   WB_CHECK(step.batch % (shape.data * step.micro_batches) == 0, "a batch of {} does not cut into {} × {}",
            step.batch, shape.data, step.micro_batches);
+  StepElements e;
+  // BEGIN SOLUTION ex11.6
   const int64_t w = model.width, t = shape.tensor, m = step.micro_batches;
   const int64_t positions = step.batch / shape.data / m * step.context;  // a micro-batch's rows
   const int64_t activation = positions * w;
   const auto [first, end] = layers_of_stage(model.layers, here.pipeline, shape.pipeline);
   const bool first_stage = here.pipeline == 0, last_stage = here.pipeline == shape.pipeline - 1;
-  StepElements e;
   // Each split block: g after the projection and after the MLP going forward,
   // f before qkv and before expand going back; a recomputed block goes forward twice.
   const int64_t per_block = t > 1 ? (step.recompute ? 6 : 4) * activation : 0;
@@ -57,10 +81,10 @@ StepElements step_elements(const workbook::GptOptions& model, const MeshShape& s
   if (shape.pipeline > 1 && (first_stage || last_stage)) e.pipeline_sent += model.vocabulary / t * w;
   // Chapter 7's stage 1: the flat gradient reduce-scattered, the parameters
   // gathered back; each rank's shard of the padded buffer.
-  const int64_t held = parameters_at(model, shape, here);
-  const int64_t shard = (held + shape.data - 1) / shape.data;
+  const int64_t shard = (parameters_at(model, shape, here) + shape.data - 1) / shape.data;
   e.data_reduce_scatter = shard;
   e.data_all_gather = shard;
+  // END SOLUTION
   return e;
 }
 

@@ -1,5 +1,5 @@
-// Tests for ex11.6 (branch work): the parameters and the elements the plan
-// predicts for each rank, against the ones the tensors and the Communicator count.
+// Tests for ex11.6: the FLOPs and the elements the plan predicts for each
+// rank, against the ones its own layers and its Communicator count.
 #include "catch2_compat.hpp"
 
 #include "gpt_parts.hpp"
@@ -14,6 +14,55 @@ TEST_CASE("ex11.6 the whole model's parameters from its sizes", "[ex11.6]") {
     workbook::Gpt whole(model);
     REQUIRE(ch11::gpt_parameters(model) == workbook::count_parameters(*whole));
   }
+}
+
+namespace {
+
+// A rank's forward FLOPs per position, counted from the parameters it holds:
+// each matrix of a block 2·rows·columns, the attention's two products
+// 4·T·(its qkv rows / 3), the logits 2·(its token rows)·w on the last stage.
+double forward_flops_per_position(ch11::GptStageImpl& stage, int64_t context, double& in_blocks) {
+  double total = 0.0;
+  in_blocks = 0.0;
+  for (const auto& item : stage.named_parameters()) {
+    const std::string& name = item.key();
+    const torch::Tensor& parameter = item.value();
+    if (parameter.dim() != 2) continue;
+    const double matrix = 2.0 * static_cast<double>(parameter.numel());
+    if (name.rfind("blocks.", 0) == 0) {
+      in_blocks += matrix;
+      if (name.find("qkv") != std::string::npos) in_blocks += 4.0 * context * (parameter.size(0) / 3);
+    } else if (name == "tokens" && stage.last_stage()) {
+      total += matrix;
+    }
+  }
+  return total + in_blocks;
+}
+
+}  // namespace
+
+TEST_CASE("ex11.6 each rank's FLOPs in a step, as its own layers count them", "[ex11.6][np4]") {
+  auto world = mpi_test::communicator();
+  for (const ch11::MeshShape& shape : gpt_parts::step_shapes(world->size()))
+    for (const bool recompute : {false, true}) {
+      CAPTURE(shape.data, shape.pipeline, shape.tensor, recompute);
+      workbook::Gpt whole = gpt_parts::whole_model(shape, 62);
+      const ch11::Mesh mesh = gpt_parts::mesh_for(*world, shape);
+      ch11::GptStage stage(*whole, mesh);
+      ch11::StepShape step;
+      step.batch = 8;
+      step.context = 16;
+      step.micro_batches = 2;
+      step.recompute = recompute;
+      double in_blocks = 0.0;
+      const double positions = 8.0 / shape.data * 16;
+      const double forward = positions * forward_flops_per_position(*stage, 16, in_blocks);
+      const ch11::StepFlops flops = ch11::step_flops(whole->options, shape, mesh.here, step);
+      INFO("forward: the products of this rank's blocks (and on the last stage its logits) over its data "
+           "rank's positions; backward: twice that, and each recomputed block's forward again");
+      CHECK(flops.forward == Approx(forward).epsilon(1e-12));
+      CHECK(flops.backward == Approx(2 * forward + (recompute ? positions * in_blocks : 0.0)).epsilon(1e-12));
+    }
 }
 
 TEST_CASE("ex11.6 each rank's parameters and each group's elements in a step, as predicted", "[ex11.6][np4]") {
@@ -51,4 +100,22 @@ TEST_CASE("ex11.6 each rank's parameters and each group's elements in a step, as
       CHECK(moved(data, mesh.data->stats(), workbook::CommOp::ReduceScatter) == predicted.data_reduce_scatter);
       CHECK(moved(data, mesh.data->stats(), workbook::CommOp::AllGather) == predicted.data_all_gather);
     }
+}
+
+TEST_CASE("ex11.6 the plan ranks every layout of 4 ranks, each group on the link it is placed on", "[ex11.6]") {
+  ch11::Machine machine;
+  machine.flops_per_s = 1e10;
+  machine.ranks_per_node = 2;
+  machine.between_nodes = ch10::Link::of_rate(1e9, 1e-4);  // the within-node link is free
+  ch11::StepShape step;
+  const std::vector<ch11::LayoutPlan> plans = ch11::rank_layouts(workbook::GptOptions{}, 4, step, machine, {1, 2, 4});
+  REQUIRE(plans.size() == 6 * 3);  // (d, p, t) of 4 with t | 4 heads, p ≤ 4 layers; m of 1, 2, 4
+  for (size_t k = 1; k < plans.size(); ++k) CHECK(plans[k - 1].total_s() <= plans[k].total_s());
+  for (const ch11::LayoutPlan& plan : plans) {
+    CAPTURE(plan.shape.data, plan.shape.pipeline, plan.shape.tensor, plan.micro_batches);
+    CHECK(plan.compute_s == Approx(ch11::model_flops(workbook::GptOptions{}, step) / 4 / 1e10));
+    CHECK((plan.tensor_s > 0) == (plan.shape.tensor == 4));      // a tensor group of 2 stays in a node
+    const bool data_across = plan.shape.data > 1 && plan.shape.tensor * plan.shape.data > 2;
+    CHECK((plan.data_s > 0) == (data_across || plan.shape.pipeline > 1));  // a pipeline's tied exchange crosses
+  }
 }

@@ -1,0 +1,240 @@
+// main_plan.cpp — ch11_plan: every layout of the GPT on these ranks,
+// predicted by the plan (ex11.6) and ranked, then measured.
+//
+//   mpirun -n 4 ch11_plan [--layers 4] [--width 256] [--heads 4] [--context 128] [--batch 16]
+//                         [--micro-batches 1,2,4] [--recompute] [--steps 3] [--predict-only]
+//   workbook run ch11 --program plan --nodes 2 --ranks-per-node 2 --solution   (on the emulated cluster)
+//
+//   1. the machine: every rank at once runs the whole model's step on its
+//      share of the batch (the rate, FLOPs a second, with the cores shared as
+//      they will be) and multiplies two matrices (the matrix-product rate,
+//      what model-FLOPs utilization divides by); Adam's step per parameter;
+//      ping-pongs within a node and between two (Chapter 10's fit)
+//   2. the plan: every layout ranked by its predicted step
+//   3. each layout measured: a fresh model, one warm-up step, then the
+//      median over --steps of the slowest rank's step
+#include <fmt/format.h>
+
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include <sched.h>
+#include <unistd.h>
+
+#include "measure.hpp"  // Chapter 10: measure_link, slowest, force_open_mpi_algorithm
+#include "plan.hpp"
+#include "step.hpp"
+#include "workbook/errors.hpp"
+#include "workbook/program.hpp"
+#include "workbook/results.hpp"
+#include "workbook/statistics.hpp"
+
+namespace {
+
+using ch10::measure::now_s;
+using ch10::measure::slowest;
+
+// The median over `repeats` (after one warm-up) of the slowest rank's time of `work`.
+double timed(workbook::Communicator& comm, int repeats, const std::function<void()>& work) {
+  std::vector<double> seconds;
+  for (int k = 0; k <= repeats; ++k) {
+    comm.barrier();
+    const double start = now_s();
+    work();
+    const double took = slowest(comm, now_s() - start);
+    if (k > 0) seconds.push_back(took);
+  }
+  return workbook::median(seconds);
+}
+
+// How many ranks share rank 0's `name`, on every rank.
+int ranks_sharing(workbook::Communicator& comm, const std::string& name) {
+  const auto hash = static_cast<int64_t>(std::hash<std::string>{}(name) >> 1);
+  const torch::Tensor all = comm.all_gather(torch::tensor({hash}, torch::kInt64));
+  return static_cast<int>((all == all[0]).sum().item<int64_t>());
+}
+
+std::string host_name() {
+  char name[256] = {};
+  gethostname(name, sizeof(name) - 1);
+  return name;
+}
+
+// Note: [nodes and machines] A node is a host name; the emulated cluster's
+// nodes are namespaces of one machine, each with its own name, sharing its
+// cores. The machine is its kernel's boot id, the same in every namespace.
+std::string machine_id() {
+  std::ifstream file("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(file, id);
+  return id.empty() ? host_name() : id;
+}
+
+int cores_here() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+}
+
+struct Rates {
+  double model_flops_per_s = 0.0, matmul_flops_per_s = 0.0, optimizer_s_per_parameter = 0.0;
+};
+
+// Every rank at once: the whole model's step on batch / ranks sequences
+// (the all-data layout's work, with one micro-batch), Adam's step, and a
+// product of the MLP's shape.
+Rates measure_rates(workbook::Communicator& comm, const workbook::GptOptions& model, const ch11::StepShape& step) {
+  Rates rates;
+  torch::manual_seed(5);
+  workbook::Gpt whole(model);
+  const int64_t rows = std::max<int64_t>(1, step.batch / comm.size());
+  const torch::Tensor bytes = torch::randint(0, model.vocabulary, {rows, step.context + 1}, torch::kInt64);
+  const torch::Tensor inputs = bytes.narrow(1, 0, step.context), targets = bytes.narrow(1, 1, step.context);
+  const double step_s = timed(comm, 3, [&] {
+    whole->zero_grad();
+    whole->loss(inputs, targets).backward();
+  });
+  ch11::StepShape one = step;
+  one.batch = rows;
+  one.recompute = false;
+  rates.model_flops_per_s = ch11::model_flops(model, one) / step_s;
+
+  torch::optim::Adam adam(whole->parameters());
+  rates.optimizer_s_per_parameter =
+      timed(comm, 3, [&] { adam.step(); }) / static_cast<double>(ch11::gpt_parameters(model));
+
+  const torch::Tensor a = torch::randn({rows * step.context, model.width}),
+                      b = torch::randn({model.width, 4 * model.width});
+  const double matmul_s = timed(comm, 5, [&] { (void)torch::mm(a, b); });
+  rates.matmul_flops_per_s = 2.0 * a.size(0) * a.size(1) * b.size(1) / matmul_s;
+  return rates;
+}
+
+std::string layout_name(const ch11::LayoutPlan& plan) {
+  return fmt::format("{}x{}x{} m={}", plan.shape.data, plan.shape.pipeline, plan.shape.tensor, plan.micro_batches);
+}
+
+// One layout's step, measured: a fresh model, the same random batch on every rank.
+double measure_layout(workbook::Communicator& world, const workbook::GptOptions& model, const ch11::LayoutPlan& plan,
+                      const ch11::StepShape& step, int steps) {
+  const ch11::Mesh mesh = ch11::make_mesh(world, plan.shape);
+  torch::manual_seed(7);
+  workbook::Gpt whole(model);
+  ch11::GptStage stage(*whole, mesh);
+  ch11::StepOptions options;
+  options.micro_batches = plan.micro_batches;
+  options.recompute = step.recompute;
+  ch11::GptTrainer trainer(*stage, mesh, options);
+  const torch::Tensor bytes = torch::randint(0, model.vocabulary, {step.batch, step.context + 1}, torch::kInt64);
+  const int64_t rows = step.batch / plan.shape.data;
+  const torch::Tensor mine = bytes.narrow(0, mesh.here.data * rows, rows);
+  return timed(world, steps, [&] {
+    trainer.step(mine.narrow(1, 0, step.context), mine.narrow(1, 1, step.context));
+  });
+}
+
+int plan_main(workbook::Program& program) {
+  workbook::GptOptions model;
+  ch11::StepShape step;
+  std::vector<int64_t> micro_batch_counts = {1, 2, 4};
+  int steps = 3;
+  bool predict_only = false;
+  program.flags().batch = 16;
+  program.flags().threads = 1;
+  CLI::App& cli = program.cli();
+  cli.add_option("--layers", model.layers, "transformer blocks")->check(CLI::PositiveNumber);
+  cli.add_option("--width", model.width, "the embedding's size")->check(CLI::PositiveNumber);
+  cli.add_option("--heads", model.heads, "attention heads")->check(CLI::PositiveNumber);
+  cli.add_option("--context", model.context, "bytes a sequence")->check(CLI::PositiveNumber);
+  cli.add_option("--micro-batches", micro_batch_counts, "the micro-batch counts to plan")
+      ->delimiter(',')->check(CLI::PositiveNumber);
+  cli.add_flag("--recompute", step.recompute, "each block recomputed in backward");
+  cli.add_option("--steps", steps, "timed steps per layout")->check(CLI::PositiveNumber);
+  cli.add_flag("--predict-only", predict_only, "rank the layouts; measure none");
+  const workbook::TrainFlags& flags = program.parse();
+  model.check();
+  step.batch = flags.batch;
+  step.context = model.context;
+  // The plan charges ring collectives (Note [making Open MPI use one algorithm]).
+  ch10::measure::force_open_mpi_algorithm("ring");
+  workbook::Communicator& world = program.connect();
+  WB_CHECK(world.size() >= 2, "ch11_plan needs 2 ranks or more, got {}", world.size());
+
+  // 1. The machine.
+  ch11::Machine machine;
+  machine.ranks_per_node = ranks_sharing(world, host_name());
+  const int ranks_on_machine = ranks_sharing(world, machine_id());
+  machine.ranks_per_core = std::max(1.0, static_cast<double>(ranks_on_machine) / cores_here());
+  const Rates rates = measure_rates(world, model, step);
+  machine.flops_per_s = rates.model_flops_per_s * machine.ranks_per_core;
+  machine.optimizer_s_per_parameter = rates.optimizer_s_per_parameter;
+  const bool one_node = machine.ranks_per_node >= world.size();
+  program.say("{} ranks, {} a node, {} on rank 0's machine of {} cores ({:g} a core); every rank at once: the "
+              "model's step {:.2f} GFLOP/s a rank, matrix products {:.2f} GFLOP/s, Adam {:.1f} ns a parameter",
+              world.size(), machine.ranks_per_node, ranks_on_machine, cores_here(), machine.ranks_per_core,
+              rates.model_flops_per_s / 1e9, rates.matmul_flops_per_s / 1e9, rates.optimizer_s_per_parameter * 1e9);
+  if (machine.ranks_per_node > 1) {
+    program.say("within a node (ranks 0 and 1):");
+    machine.within_node = ch10::measure::measure_link(program, true, 1);
+  }
+  if (!one_node) {
+    program.say("between nodes (ranks 0 and {}):", machine.ranks_per_node);
+    machine.between_nodes = ch10::measure::measure_link(program, true, machine.ranks_per_node);
+  }
+  if (machine.ranks_per_node == 1) machine.within_node = machine.between_nodes;
+  if (one_node) machine.between_nodes = machine.within_node;
+
+  // 2. The plan, fastest first; 3. each layout measured.
+  const std::vector<ch11::LayoutPlan> plans =
+      ch11::rank_layouts(model, world.size(), step, machine, micro_batch_counts);
+  WB_CHECK(!plans.empty(), "no layout of {} ranks fits the model and a batch of {}", world.size(), step.batch);
+  const double flops = ch11::model_flops(model, step);
+  workbook::Table table({{"layout dxpxt", 13}, {"compute", 8}, {"tensor", 8}, {"pipeline", 8}, {"data", 8},
+                         {"predicted", 9}, {"measured", 9}, {"pred/meas", 9}, {"MFU", 6}, {"MiB held", 8}});
+  program.say("{} layouts, fastest predicted first; seconds a step", plans.size());
+  program.say("{}", table.header());
+  double fastest_measured = 0.0;
+  std::string fastest_name;
+  double predicted_fastest_measured = 0.0;
+  for (const ch11::LayoutPlan& plan : plans) {
+    const double measured = predict_only ? 0.0 : measure_layout(world, model, plan, step, steps);
+    const double mfu = measured > 0 ? flops / world.size() / measured / rates.matmul_flops_per_s : 0.0;
+    if (&plan == &plans.front()) predicted_fastest_measured = measured;
+    if (measured > 0 && (fastest_measured == 0.0 || measured < fastest_measured)) {
+      fastest_measured = measured;
+      fastest_name = layout_name(plan);
+    }
+    const auto seconds = [](double s) { return fmt::format("{:.3f}", s); };
+    program.say("{}", table.row({layout_name(plan), seconds(plan.compute_s), seconds(plan.tensor_s),
+                                 seconds(plan.pipeline_s), seconds(plan.data_s + plan.optimizer_s),
+                                 seconds(plan.total_s()), measured > 0 ? seconds(measured) : "-",
+                                 measured > 0 ? fmt::format("{:.2f}", plan.total_s() / measured) : "-",
+                                 measured > 0 ? fmt::format("{:.2f}", mfu) : "-",
+                                 fmt::format("{:.1f}", plan.bytes_held / 1048576.0)}));
+    program.json().write({{"type", "plan"}, {"layout", layout_name(plan)}, {"data", plan.shape.data},
+                          {"pipeline", plan.shape.pipeline}, {"tensor", plan.shape.tensor},
+                          {"micro_batches", plan.micro_batches}, {"predicted", plan.total_s()},
+                          {"measured", measured}, {"mfu", mfu}, {"bytes_held", plan.bytes_held},
+                          {"ranks_per_node", machine.ranks_per_node}});
+  }
+  workbook::BenchResult result;
+  result.config = fmt::format("plan of {} ranks", world.size());
+  result.headline = {{"predicted_fastest", plans.front().total_s()}};
+  if (!predict_only) {
+    program.say("predicted fastest: {} measured {:.3f} s; measured fastest: {} {:.3f} s ({:.2f}x)",
+                layout_name(plans.front()), predicted_fastest_measured, fastest_name, fastest_measured,
+                predicted_fastest_measured / fastest_measured);
+    result.headline["measured_fastest"] = fastest_measured;
+    result.headline["predicted_fastest_measured"] = predicted_fastest_measured;
+  }
+  program.finish(result);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return workbook::program_main(argc, argv, {"ch11_plan", "Chapter 11: every layout of the GPT predicted, then measured"},
+                                plan_main);
+}
