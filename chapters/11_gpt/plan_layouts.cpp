@@ -113,7 +113,8 @@ LayoutPlan predict_layout(const workbook::GptOptions& model, const MeshShape& sh
       ch10::predict_pipeline(profile, pipeline_link, p, static_cast<int>(m), positions * model.width * kBytesPerElement);
   plan.compute_s = c * mean_compute_s;
   plan.tensor_s = c * mean_tensor_s;
-  plan.pipeline_s = std::max(0.0, schedule.total_s() - plan.compute_s - plan.tensor_s);
+  const double waited_s = schedule.total_s() - plan.compute_s - plan.tensor_s;
+  plan.pipeline_s = waited_s > 1e-9 * schedule.total_s() ? waited_s : 0.0;  // not a rounding's remainder
 
   // After the last backward: the tied rows' exchange between the two ends,
   // then Chapter 7's reduce-scatter and all-gather over the data group.

@@ -2,8 +2,10 @@
 // predicted by the plan (ex11.6) and ranked, then measured.
 //
 //   mpirun -n 4 ch11_plan [--layers 4] [--width 256] [--heads 4] [--context 128] [--batch 16]
-//                         [--micro-batches 1,2,4] [--recompute] [--steps 3] [--predict-only]
-//   workbook run ch11 --program plan --nodes 2 --ranks-per-node 2 --solution   (on the emulated cluster)
+//                         [--micro-batches 1,2,4] [--recompute] [--steps 3] [--predict-only] [--top K]
+//   workbook run ch11 --program ch11_plan --nodes 2 --ranks-per-node 2 --solution   (the emulated cluster)
+//   ch11_plan --assume-ranks 64 --assume-ranks-per-node 8 --assume-tflops 400 --assume-within-gbit 3600
+//             --assume-between-gbit 400 --assume-alpha-us 10 [model flags]   (a machine not here: plan only)
 //
 //   1. the machine: every rank at once runs the whole model's step on its
 //      share of the batch (the rate, FLOPs a second, with the cores shared as
@@ -15,6 +17,7 @@
 //      median over --steps of the slowest rank's step
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -134,12 +137,52 @@ double measure_layout(workbook::Communicator& world, const workbook::GptOptions&
   });
 }
 
+using Measure = std::function<double(const ch11::LayoutPlan&)>;
+
+// The plan, one row a layout (the first `top`, or all), each measured when
+// `measure` is given: returns the measured seconds (0 when not measured).
+// MFU: the model's FLOPs a rank a step over the matrix-product rate, ÷ the step.
+std::vector<double> print_plan(workbook::Program& program, const std::vector<ch11::LayoutPlan>& plans, size_t top,
+                               const Measure& measure, double mfu_seconds) {
+  WB_CHECK(!plans.empty(), "no layout fits the model, the ranks and the batch");
+  workbook::Table table({{"layout dxpxt", 13}, {"compute", 8}, {"tensor", 8}, {"pipeline", 8}, {"data", 8},
+                         {"predicted", 9}, {"measured", 9}, {"pred/meas", 9}, {"MFU", 6}, {"MiB held", 8}});
+  program.say("{} layouts, fastest predicted first; seconds a step", plans.size());
+  program.say("{}", table.header());
+  std::vector<double> measured;
+  const auto seconds = [](double s) {
+    return s >= 0.01 || s == 0.0 ? fmt::format("{:.3f}", s) : fmt::format("{:.1e}", s);
+  };
+  for (const ch11::LayoutPlan& plan : plans) {
+    if (top > 0 && measured.size() == top) break;
+    const double step_s = measure ? measure(plan) : 0.0;
+    measured.push_back(step_s);
+    const bool timed = step_s > 0;
+    program.say("{}", table.row({layout_name(plan), seconds(plan.compute_s), seconds(plan.tensor_s),
+                                 seconds(plan.pipeline_s), seconds(plan.data_s + plan.optimizer_s),
+                                 seconds(plan.total_s()), timed ? seconds(step_s) : "-",
+                                 timed ? fmt::format("{:.2f}", plan.total_s() / step_s) : "-",
+                                 timed ? fmt::format("{:.2f}", mfu_seconds / step_s) : "-",
+                                 fmt::format("{:.1f}", plan.bytes_held / 1048576.0)}));
+    program.json().write({{"type", "plan"}, {"layout", layout_name(plan)}, {"data", plan.shape.data},
+                          {"pipeline", plan.shape.pipeline}, {"tensor", plan.shape.tensor},
+                          {"micro_batches", plan.micro_batches}, {"predicted", plan.total_s()},
+                          {"compute", plan.compute_s}, {"tensor_s", plan.tensor_s}, {"pipeline_s", plan.pipeline_s},
+                          {"data_s", plan.data_s + plan.optimizer_s}, {"measured", step_s},
+                          {"mfu", timed ? mfu_seconds / step_s : 0.0}, {"bytes_held", plan.bytes_held}});
+  }
+  return measured;
+}
+
 int plan_main(workbook::Program& program) {
   workbook::GptOptions model;
   ch11::StepShape step;
   std::vector<int64_t> micro_batch_counts = {1, 2, 4};
   int steps = 3;
   bool predict_only = false;
+  size_t top = 0;
+  int assume_ranks = 0, assume_ranks_per_node = 1;
+  double assume_tflops = 0.0, assume_within_gbit = 0.0, assume_between_gbit = 0.0, assume_alpha_us = 10.0;
   program.flags().batch = 16;
   program.flags().threads = 1;
   CLI::App& cli = program.cli();
@@ -152,10 +195,40 @@ int plan_main(workbook::Program& program) {
   cli.add_flag("--recompute", step.recompute, "each block recomputed in backward");
   cli.add_option("--steps", steps, "timed steps per layout")->check(CLI::PositiveNumber);
   cli.add_flag("--predict-only", predict_only, "rank the layouts; measure none");
+  cli.add_option("--top", top, "print the first K layouts only (0: all)");
+  cli.add_option("--assume-ranks", assume_ranks, "plan for this many ranks of an assumed machine; nothing measured")
+      ->check(CLI::PositiveNumber);
+  cli.add_option("--assume-ranks-per-node", assume_ranks_per_node, "the assumed machine's ranks a node")
+      ->check(CLI::PositiveNumber);
+  cli.add_option("--assume-tflops", assume_tflops, "a rank's rate on the model's work, TFLOP/s")
+      ->check(CLI::PositiveNumber);
+  cli.add_option("--assume-within-gbit", assume_within_gbit, "the link between ranks of a node, Gbit/s")
+      ->check(CLI::PositiveNumber);
+  cli.add_option("--assume-between-gbit", assume_between_gbit, "the link between nodes, Gbit/s")
+      ->check(CLI::PositiveNumber);
+  cli.add_option("--assume-alpha-us", assume_alpha_us, "every message's α, µs")->check(CLI::NonNegativeNumber);
   const workbook::TrainFlags& flags = program.parse();
   model.check();
   step.batch = flags.batch;
   step.context = model.context;
+  if (assume_ranks > 0) {
+    WB_CHECK(assume_tflops > 0 && assume_within_gbit > 0 && assume_between_gbit > 0,
+             "--assume-ranks needs --assume-tflops, --assume-within-gbit and --assume-between-gbit");
+    WB_CHECK(program.ranks() == 1, "an assumed machine is planned by one process, not {}", program.ranks());
+    program.connect();
+    ch11::Machine machine;
+    machine.flops_per_s = assume_tflops * 1e12;
+    machine.ranks_per_node = assume_ranks_per_node;
+    machine.within_node = ch10::Link::of_rate(assume_within_gbit * 1e9, assume_alpha_us * 1e-6);
+    machine.between_nodes = ch10::Link::of_rate(assume_between_gbit * 1e9, assume_alpha_us * 1e-6);
+    program.say("assumed: {} ranks, {} a node, {:g} TFLOP/s a rank, {:g} Gbit/s within a node, {:g} Gbit/s between "
+                "nodes, α {:g} µs; the optimizer's step not counted",
+                assume_ranks, assume_ranks_per_node, assume_tflops, assume_within_gbit, assume_between_gbit,
+                assume_alpha_us);
+    print_plan(program, ch11::rank_layouts(model, assume_ranks, step, machine, micro_batch_counts), top, Measure{}, 0.0);
+    program.finish(workbook::BenchResult{});
+    return 0;
+  }
   // The plan charges ring collectives (Note [making Open MPI use one algorithm]).
   ch10::measure::force_open_mpi_algorithm("ring");
   workbook::Communicator& world = program.connect();
@@ -188,43 +261,21 @@ int plan_main(workbook::Program& program) {
   // 2. The plan, fastest first; 3. each layout measured.
   const std::vector<ch11::LayoutPlan> plans =
       ch11::rank_layouts(model, world.size(), step, machine, micro_batch_counts);
-  WB_CHECK(!plans.empty(), "no layout of {} ranks fits the model and a batch of {}", world.size(), step.batch);
   const double flops = ch11::model_flops(model, step);
-  workbook::Table table({{"layout dxpxt", 13}, {"compute", 8}, {"tensor", 8}, {"pipeline", 8}, {"data", 8},
-                         {"predicted", 9}, {"measured", 9}, {"pred/meas", 9}, {"MFU", 6}, {"MiB held", 8}});
-  program.say("{} layouts, fastest predicted first; seconds a step", plans.size());
-  program.say("{}", table.header());
-  double fastest_measured = 0.0;
-  std::string fastest_name;
-  double predicted_fastest_measured = 0.0;
-  for (const ch11::LayoutPlan& plan : plans) {
-    const double measured = predict_only ? 0.0 : measure_layout(world, model, plan, step, steps);
-    const double mfu = measured > 0 ? flops / world.size() / measured / rates.matmul_flops_per_s : 0.0;
-    if (&plan == &plans.front()) predicted_fastest_measured = measured;
-    if (measured > 0 && (fastest_measured == 0.0 || measured < fastest_measured)) {
-      fastest_measured = measured;
-      fastest_name = layout_name(plan);
-    }
-    const auto seconds = [](double s) { return fmt::format("{:.3f}", s); };
-    program.say("{}", table.row({layout_name(plan), seconds(plan.compute_s), seconds(plan.tensor_s),
-                                 seconds(plan.pipeline_s), seconds(plan.data_s + plan.optimizer_s),
-                                 seconds(plan.total_s()), measured > 0 ? seconds(measured) : "-",
-                                 measured > 0 ? fmt::format("{:.2f}", plan.total_s() / measured) : "-",
-                                 measured > 0 ? fmt::format("{:.2f}", mfu) : "-",
-                                 fmt::format("{:.1f}", plan.bytes_held / 1048576.0)}));
-    program.json().write({{"type", "plan"}, {"layout", layout_name(plan)}, {"data", plan.shape.data},
-                          {"pipeline", plan.shape.pipeline}, {"tensor", plan.shape.tensor},
-                          {"micro_batches", plan.micro_batches}, {"predicted", plan.total_s()},
-                          {"measured", measured}, {"mfu", mfu}, {"bytes_held", plan.bytes_held},
-                          {"ranks_per_node", machine.ranks_per_node}});
-  }
+  const std::vector<double> measured = print_plan(
+      program, plans, top, predict_only ? Measure{} : [&](const ch11::LayoutPlan& plan) {
+        return measure_layout(world, model, plan, step, steps);
+      },
+      flops / world.size() / rates.matmul_flops_per_s);
   workbook::BenchResult result;
   result.config = fmt::format("plan of {} ranks", world.size());
   result.headline = {{"predicted_fastest", plans.front().total_s()}};
   if (!predict_only) {
+    const size_t fastest = std::min_element(measured.begin(), measured.end()) - measured.begin();
+    const double fastest_measured = measured[fastest], predicted_fastest_measured = measured.front();
     program.say("predicted fastest: {} measured {:.3f} s; measured fastest: {} {:.3f} s ({:.2f}x)",
-                layout_name(plans.front()), predicted_fastest_measured, fastest_name, fastest_measured,
-                predicted_fastest_measured / fastest_measured);
+                layout_name(plans.front()), predicted_fastest_measured, layout_name(plans[fastest]),
+                fastest_measured, predicted_fastest_measured / fastest_measured);
     result.headline["measured_fastest"] = fastest_measured;
     result.headline["predicted_fastest_measured"] = predicted_fastest_measured;
   }

@@ -4,6 +4,7 @@
 
 #include "mpi_test.hpp"
 #include "tp_block.hpp"
+#include "workbook/autocast.hpp"
 #include "workbook/errors.hpp"
 
 namespace {
@@ -54,6 +55,35 @@ TEST_CASE("ex11.1 the split block computes the whole block's output and gradient
       torch::allclose(split->expand->weight.grad(), whole->expand->weight.grad().narrow(0, r * hidden, hidden)) &&
       torch::allclose(split->contract->weight.grad(), whole->contract->weight.grad().narrow(1, r * hidden, hidden)) &&
       torch::allclose(split->norm1->weight.grad(), whole->norm1->weight.grad())));
+}
+
+TEST_CASE("ex11.1 under bfloat16 autocast the LayerNorms keep float32: a stream far from zero keeps its output",
+          "[ex11.1][np4]") {
+  // Note: [LayerNorm in float32] A stream of 50 ± 0.1 in bfloat16 (8 bits of
+  // mantissa: steps of 0.25 there) loses the whole of its variation, and a
+  // LayerNorm of it is noise. On the CPU, autocast runs layer_norm in its
+  // input's dtype, so the stream the LayerNorms see must stay float32.
+  auto comm = mpi_test::communicator();
+  torch::manual_seed(23);
+  workbook::GptBlock whole(kWidth, kHeads);
+  ch11::TensorParallelBlock split(*whole, *comm);
+  const torch::Tensor x = 50 + 0.1 * torch::randn({3, 5, kWidth});
+  torch::Tensor y;
+  {
+    torch::NoGradGuard no_grad;
+    const torch::Tensor expected = whole->forward(x) - x;  // float32, no autocast: what the block adds
+    {
+      workbook::AutocastGuard bfloat16(torch::kCPU, torch::kBFloat16);
+      y = split->forward(x);
+    }
+    const double error = ((y.to(torch::kFloat32) - x) - expected).abs().max().item<double>(),
+                 size = expected.abs().max().item<double>();
+    INFO("what the block adds to the stream differs from float32's by " << error << " (its largest is " << size
+         << "): bfloat16's matrix products alone stay within 5%");
+    REQUIRE(mpi_test::all_ranks(error < 0.05 * size));
+  }
+  INFO("the stream that leaves the block is float32 under autocast, as the one that entered");
+  REQUIRE(mpi_test::all_ranks(y.scalar_type() == torch::kFloat32));
 }
 
 TEST_CASE("ex11.1 heads the tensor ranks do not divide are refused", "[ex11.1][np4]") {
