@@ -83,11 +83,9 @@ LayoutPlan predict_layout(const workbook::GptOptions& model, const MeshShape& sh
     const MeshCoordinates here{0, stage, 0};
     const StepFlops flops = step_flops(model, shape, here, step);
     const auto [first, end] = layers_of_stage(model.layers, stage, p);
-    // One micro-batch's calls: g and f twice a block (three times recomputed),
-    // the lookup's g, f before the logits and the loss's three.
-    const int64_t calls = (end - first) * (step.recompute ? 6 : 4) + (stage == 0) + 4 * (stage == p - 1);
+    const StepElements moved = step_elements(model, shape, here, step);
     const double reduces_s =
-        all_reduces_s(tensor_link, calls, step_elements(model, shape, here, step).tensor_all_reduce / m, t);
+        all_reduces_s(tensor_link, moved.tensor_all_reduce_calls / m, moved.tensor_all_reduce / m, t);
     // A micro-batch's forward and backward on this stage, each with the
     // all-reduces it waits for (shared between them as their FLOPs are).
     const double share_forward = flops.forward / flops.total();

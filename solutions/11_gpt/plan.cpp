@@ -71,11 +71,13 @@ StepElements step_elements(const workbook::GptOptions& model, const MeshShape& s
   const bool first_stage = here.pipeline == 0, last_stage = here.pipeline == shape.pipeline - 1;
   // Each split block: g after the projection and after the MLP going forward,
   // f before qkv and before expand going back; a recomputed block goes forward twice.
-  const int64_t per_block = t > 1 ? (step.recompute ? 6 : 4) * activation : 0;
-  int64_t per_micro = (end - first) * per_block;
-  if (first_stage) per_micro += activation;                      // the lookup's sum (g)
-  if (last_stage) per_micro += activation + 3 * positions;       // f before the logits; the loss's three
+  // (A block on one tensor rank is the whole model's block: no f, no g.)
+  const int64_t block_calls = t > 1 ? (step.recompute ? 6 : 4) : 0;
+  int64_t per_micro = (end - first) * block_calls * activation, calls = (end - first) * block_calls;
+  if (first_stage) per_micro += activation, calls += 1;                 // the lookup's sum (g)
+  if (last_stage) per_micro += activation + 3 * positions, calls += 4;  // f before the logits; the loss's three
   e.tensor_all_reduce = m * per_micro;
+  e.tensor_all_reduce_calls = m * calls;
   // Activations forward, their gradients back, one micro-batch at a time.
   e.pipeline_sent = m * activation * ((first_stage ? 0 : 1) + (last_stage ? 0 : 1));
   if (shape.pipeline > 1 && (first_stage || last_stage)) e.pipeline_sent += model.vocabulary / t * w;

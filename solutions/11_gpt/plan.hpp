@@ -37,8 +37,8 @@ int64_t parameters_at(const workbook::GptOptions& model, const MeshShape& shape,
 // The floating-point operations the rank at `here` computes in one step of
 // GptTrainer (a multiply-add counts 2), in the matrix products only: every
 // Linear, the attention's two products (the scores and the weighted sum,
-// over all T × T pairs: the causal mask is applied after they are
-// computed), and the logits. `backward` holds what runs during backward,
+// over all T × T pairs, T being step.context: the causal mask is applied
+// after they are computed), and the logits. `backward` holds what runs during backward,
 // recomputed forwards included. LayerNorms, softmax, GELU, the lookup and
 // the optimizer are left out (each is a few operations per element, not per
 // weight).
@@ -52,10 +52,14 @@ StepFlops step_flops(const workbook::GptOptions& model, const MeshShape& shape, 
 // The elements the rank at `here` hands to each group's calls in one step of
 // GptTrainer, as its CommStats counts them: an all-reduce its tensor, a
 // reduce-scatter its input's share (what it gets back), an all-gather its
-// own part, a send or an exchange what it sends. A UserError when the batch
+// own part, a send or an exchange what it sends; and the tensor group's
+// all-reduce calls (each pays its own α's). A group of one rank is counted
+// as any other: what is handed to it, even where nothing travels. The
+// loss's two single numbers (its broadcast over the pipeline group, its
+// average over the data group) are left out. A UserError when the batch
 // does not cut into data ranks × micro-batches.
 struct StepElements {
-  int64_t tensor_all_reduce = 0;
+  int64_t tensor_all_reduce = 0, tensor_all_reduce_calls = 0;
   int64_t pipeline_sent = 0;  // activations and their gradients, and the tied rows' exchange
   int64_t data_reduce_scatter = 0, data_all_gather = 0;
 };
