@@ -17,7 +17,8 @@ void print_tour_table(const std::vector<TourTableRow>& rows) {
   std::vector<Column> columns = {{{"chapter", ""}, 7, true},
                                  {{"configuration", ""}, static_cast<int>(configuration_width), true},
                                  {{"ranks/dev", ""}, 9},              {{"device", ""}, 6},
-                                 {{"test_acc", ""}, 8},               {{"time_s", ""}, 7},
+                                 {{"test_acc", ""}, 8},               {{"held-out", "loss"}, 8},
+                                 {{"time_s", ""}, 7},
                                  {{"speedup", ""}, 8},                {{"samples/s", ""}, 9},
                                  {{"peak_mem/rank", ""}, 13},         {{"busbw ring/", "lib (GB/s)"}, 11}};
   if (with_files) columns.push_back({{"file", ""}, 0, true, "  "});
@@ -58,8 +59,13 @@ void print_tour_table(const std::vector<TourTableRow>& rows) {
     const bool has_speedup = v.contains("speedup") && v["speedup"].is_number();
     any_speedup = any_speedup || has_speedup;
     // A diverged run (ch06's warm-up at a large batch can) says so instead of its 0.1000.
-    const std::string accuracy =
-        v.value("diverged", false) ? std::string("diverged") : fmt::format("{:.4f}", v.value("test_accuracy", 0.0));
+    // A model that is not a classifier (Chapter 11's GPT) has no accuracy, only its held-out loss.
+    const std::string accuracy = v.value("diverged", false) ? std::string("diverged")
+                                 : v.contains("test_accuracy") ? fmt::format("{:.4f}", v.value("test_accuracy", 0.0))
+                                                               : std::string("-");
+    const std::string loss = v.contains("test_loss") && v["test_loss"].is_number()
+                                 ? fmt::format("{:.4f}", v["test_loss"].get<double>())
+                                 : std::string("-");
     // ranks/dev: processes, or for DataParallel (one process) its devices.
     std::vector<std::string> cells = {
         v.value("chapter", "?"),
@@ -67,8 +73,9 @@ void print_tour_table(const std::vector<TourTableRow>& rows) {
         std::to_string(v.value("devices", v.value("ranks", 1))),
         v.value("device", "?"),
         accuracy,
+        loss,
         fmt::format("{:.1f}", v.value("time_s", 0.0)),
-        has_speedup ? fmt::format("{:.2f}x{}", v["speedup"].get<double>(), mark) : std::string("-"),
+        has_speedup ? fmt::format("{:.2f}x{}", v["speedup"].get<double>(), mark) : "-" + mark,
         fmt::format("{:.1f}", v.value("samples_per_s", 0.0)),
         format_mib(v.value("peak_mem_bytes", 0.0)),
         busbw};
@@ -76,7 +83,8 @@ void print_tour_table(const std::vector<TourTableRow>& rows) {
     print_row(columns, cells);
   }
   // Every speedup is over ch01's single-device run: none when it failed.
-  fmt::print("\nspeedup: samples/s over ch01's single device{} (time_s: the training time, evaluation excluded).\n",
+  fmt::print("\nspeedup: samples/s over ch01's single device{} (time_s: the training time, evaluation excluded); "
+             "none for a row without an accuracy, whose samples are not images.\n",
              any_speedup ? "" : " (no speedups: the single-device run failed)");
   for (size_t i = 0; i < notes.size(); ++i) fmt::print("{} {}\n", std::string(i + 1, '*'), notes[i]);
   if (!busbw_legend.empty()) fmt::print("{}\n", busbw_legend);

@@ -113,10 +113,10 @@ void Program::finish(const RunResult& r) {
   line.update({{"epochs", r.epochs},
                {"batch", r.batch},
                {"train_samples", r.train_samples},
-               {"test_accuracy", r.test_accuracy},
                {"samples_per_s", r.samples_per_s},
                {"epoch_s", r.epoch_s},
                {"peak_mem_bytes", r.peak_mem_bytes}});
+  if (r.test_accuracy) line["test_accuracy"] = *r.test_accuracy;
   if (r.epochs_trained) line["epochs_trained"] = *r.epochs_trained;
   if (r.local_batch) line["local_batch"] = *r.local_batch;
   if (r.test_correct) line["test_correct"] = *r.test_correct;
@@ -134,7 +134,7 @@ void Program::finish(const RunResult& r) {
   std::string weights;
   if (r.weights_sha256) weights = fmt::format(", weights {}", r.weights_sha256->substr(0, 16));
   fmt::print("result: test accuracy {:.4f}{}, {:.1f} samples/s over {} rank(s), peak memory per rank {}{}\n",
-             r.test_accuracy, counts, r.samples_per_s, ranks(), format_bytes(r.peak_mem_bytes), weights);
+             r.test_accuracy.value_or(0.0), counts, r.samples_per_s, ranks(), format_bytes(r.peak_mem_bytes), weights);
 }
 
 void Program::finish(const BenchResult& r) {

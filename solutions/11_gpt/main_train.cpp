@@ -90,6 +90,7 @@ int train(workbook::Program& program) {
   const int64_t rows = flags.batch / shape.data, first = mesh.here.data * rows;
   std::vector<double> step_s;
   double loss = 0.0;
+  const double training_started = workbook::now_seconds();
   for (int64_t step = 1; step <= steps; ++step) {
     const workbook::TextBatch batch = workbook::sample_windows(corpus.train, flags.batch, model.context, windows);
     const double started = workbook::now_seconds();
@@ -99,6 +100,7 @@ int train(workbook::Program& program) {
     if (step % report_every == 0 || step == steps) program.say("step {:>5}  loss {:.4f}", step, loss);
   }
 
+  const double training_s = workbook::now_seconds() - training_started;
   torch::Generator held_out = at::make_generator<at::CPUGeneratorImpl>(flags.seed + 2);
   const int64_t validation_rows = kValidationWindows - kValidationWindows % (shape.data * step_options.micro_batches);
   const workbook::TextBatch validation =
@@ -116,6 +118,8 @@ int train(workbook::Program& program) {
   const double tokens_per_s = median_step_s > 0 ? flags.batch * model.context / median_step_s : 0.0;
   workbook::RunResult result;
   result.config = fmt::format("GPT, data {} × pipeline {} × tensor {}", shape.data, shape.pipeline, shape.tensor);
+  result.epochs = 1;  // one pass of --steps batches: the tour's time_s is epoch_s
+  result.epoch_s = training_s;
   result.batch = flags.batch;
   result.local_batch = rows;
   result.train_samples = static_cast<int64_t>(corpus.train.numel());

@@ -54,7 +54,8 @@ StepFlops step_flops(const workbook::GptOptions& model, const MeshShape& shape, 
 // reduce-scatter its input's share (what it gets back), an all-gather its
 // own part, a send or an exchange what it sends; and the tensor group's
 // all-reduce calls (each pays its own α's). A group of one rank is counted
-// as any other: what is handed to it, even where nothing travels. The
+// as any other: every call made to it, even where nothing travels (which
+// calls a stage makes follows from what it holds: gpt_stage.hpp). The
 // loss's two single numbers (its broadcast over the pipeline group, its
 // average over the data group) are left out. A UserError when the batch
 // does not cut into data ranks × micro-batches.

@@ -2,6 +2,7 @@
 // rank, against the ones its own layers and its Communicator count.
 #include "catch2_compat.hpp"
 
+#include "flop_count.hpp"
 #include "gpt_parts.hpp"
 #include "mpi_test.hpp"
 #include "plan.hpp"
@@ -16,49 +17,35 @@ TEST_CASE("ex11.6 the whole model's parameters from its sizes", "[ex11.6]") {
   }
 }
 
-namespace {
-
-// A rank's forward FLOPs per position, counted from the matrices it holds.
-double forward_flops_per_position(ch11::GptStageImpl& stage, int64_t context, double& in_blocks) {
-  double total = 0.0;
-  in_blocks = 0.0;
-  for (const auto& item : stage.named_parameters()) {
-    const std::string& name = item.key();
-    const torch::Tensor& parameter = item.value();
-    if (parameter.dim() != 2) continue;
-    const double matrix = 2.0 * static_cast<double>(parameter.numel());
-    if (name.rfind("blocks.", 0) == 0) {
-      in_blocks += matrix;
-      if (name.find("qkv") != std::string::npos) in_blocks += 4.0 * context * (parameter.size(0) / 3);
-    } else if (name == "tokens" && stage.last_stage()) {
-      total += matrix;
-    }
-  }
-  return total + in_blocks;
-}
-
-}  // namespace
-
-TEST_CASE("ex11.6 each rank's FLOPs in a step, as its own layers count them", "[ex11.6][np4]") {
+TEST_CASE("ex11.6 each rank's FLOPs in a step, as LibTorch's profiler counts its products", "[ex11.6][np4]") {
   auto world = mpi_test::communicator();
   for (const ch11::MeshShape& shape : gpt_parts::step_shapes(world->size()))
     for (const bool recompute : {false, true}) {
       CAPTURE(shape.data, shape.pipeline, shape.tensor, recompute);
       workbook::Gpt whole = gpt_parts::whole_model(shape, 62);
+      const torch::Tensor batch = torch::randint(0, 256, {2, 8, 16}, torch::kInt64);
       const ch11::Mesh mesh = gpt_parts::mesh_for(*world, shape);
       ch11::GptStage stage(*whole, mesh);
-      ch11::StepShape step;
-      step.batch = 8;
-      step.context = 16;
-      step.micro_batches = 2;
-      step.recompute = recompute;
-      double in_blocks = 0.0;
-      const double positions = 8.0 / shape.data * 16;
-      const double forward = positions * forward_flops_per_position(*stage, 16, in_blocks);
-      const ch11::StepFlops flops = ch11::step_flops(whole->options, shape, mesh.here, step);
-      INFO("the FLOPs of the products this rank computes, forward and in backward, as plan.hpp lists them");
+      ch11::StepOptions options;
+      options.micro_batches = 2;
+      options.recompute = recompute;
+      ch11::GptTrainer trainer(*stage, mesh, options);
+      const int64_t rows = 8 / shape.data;
+      const torch::Tensor bytes = batch[0].narrow(0, mesh.here.data * rows, rows),
+                          targets = batch[1].narrow(0, mesh.here.data * rows, rows);
+      // Forward alone (evaluate runs the step's forwards without a graph), then the whole step.
+      const double forward = gpt_parts::matrix_product_flops([&] { stage->evaluate(bytes, targets, 2); });
+      const double step = gpt_parts::matrix_product_flops([&] { trainer.step(bytes, targets); });
+      ch11::StepShape shape_of_step;
+      shape_of_step.batch = 8;
+      shape_of_step.context = 16;
+      shape_of_step.micro_batches = 2;
+      shape_of_step.recompute = recompute;
+      const ch11::StepFlops flops = ch11::step_flops(whole->options, shape, mesh.here, shape_of_step);
+      INFO("this rank's products in its forwards, as counted while it evaluates its rows");
       CHECK(flops.forward == Approx(forward).epsilon(1e-12));
-      CHECK(flops.backward == Approx(2 * forward + (recompute ? positions * in_blocks : 0.0)).epsilon(1e-12));
+      INFO("and in backward, as counted in a whole step less the forwards");
+      CHECK(flops.backward == Approx(step - forward).epsilon(1e-12));
     }
 }
 

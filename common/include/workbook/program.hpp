@@ -60,7 +60,7 @@ struct RunResult {
   int64_t batch = 0;                        // global batch
   std::optional<int64_t> local_batch;       // per rank
   int64_t train_samples = 0;
-  double test_accuracy = 0.0;
+  std::optional<double> test_accuracy;      // none for a model that is not a classifier (Chapter 11's GPT)
   std::optional<int64_t> test_correct, test_total;
   std::optional<double> test_loss;
   double samples_per_s = 0.0;               // timed steps only, all ranks together

@@ -13,7 +13,7 @@ namespace workbook {
 
 // Appends one JSON object per line to a file ("-" is stdout). The last line a
 // run writes is its result: {"type": "result", "chapter", "device", "ranks",
-// "epochs", "test_accuracy", "samples_per_s", "epoch_s", "peak_mem_bytes", ...}.
+// "epochs", "test_accuracy" (a classifier's), "samples_per_s", "epoch_s", "peak_mem_bytes", ...}.
 class JsonLines {
  public:
   JsonLines() = default;  // writes nothing until open()
