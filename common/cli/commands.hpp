@@ -17,6 +17,8 @@ int cmd_bench(const std::string& chapter, std::optional<int> ranks, std::optiona
 int cmd_cluster(const std::vector<std::string>& args);
 int cmd_tour(bool full, bool smoke, const std::optional<std::string>& json, const std::optional<std::string>& csv);
 // Empty nodes or links: the defaults (2,4 and 100mbit,1gbit,10gbit; with quick 2 and 1gbit).
+// `workbook plan`: Chapter 11's ch11_plan on 2 emulated nodes of 2 ranks at each link.
+int cmd_plan(std::vector<std::string> links, bool predict_only, const std::optional<std::string>& json);
 int cmd_model(std::vector<int> nodes, std::vector<std::string> links, bool quick, const std::optional<std::string>& json,
               bool no_steps);
 int cmd_report(const std::vector<std::string>& files, const std::optional<std::string>& out_dir);

@@ -115,6 +115,17 @@ int main(int argc, char** argv) {
   model->add_flag("--no-steps", model_no_steps, "no training steps (measured on 2 nodes otherwise)");
   model->callback([&] { status = cmd_model(model_nodes, model_links, model_quick, model_json, model_no_steps); });
 
+  auto* plan = app.add_subcommand(
+      "plan",
+      "rank every layout of Chapter 11's GPT on 4 ranks from its plan, then measure each, on 2 emulated nodes");
+  static std::vector<std::string> plan_links;
+  static bool plan_predict_only = false;
+  static std::optional<std::string> plan_json;
+  plan->add_option("--links", plan_links, "link rates, each a cluster of its own (default 1gbit)")->delimiter(',');
+  plan->add_flag("--predict-only", plan_predict_only, "rank the layouts; measure none");
+  plan->add_option("--json", plan_json, "JSON lines file (default build/<preset>/plan/plan.jsonl)");
+  plan->callback([&] { status = cmd_plan(plan_links, plan_predict_only, plan_json); });
+
   auto* report = app.add_subcommand(
       "report", "PNG plots of result files, and a step of a --trace file: workbook report [FILE...] [--out DIR]");
   static std::vector<std::string> report_files;
