@@ -200,6 +200,11 @@ fs::path cluster_script();  // hpc/cluster.sh
 // that runs `cluster.sh down`, async-signal-safe: fork, exec, wait; armed at
 // the first `up`). What a command does about a cluster the user brought up
 // is its own: the tour uses it as it is, `model` refuses to start.
+// For a command that brings up its own clusters (`model`, `plan`): a
+// UserError unless every rate is one hpc/cluster.sh takes, or while a
+// cluster of the user's is up (theirs: neither used nor taken down).
+void check_own_cluster_can_start(const std::string& command, const std::vector<std::string>& links);
+
 class OwnCluster {
  public:
   explicit OwnCluster(std::string owner) : owner_(std::move(owner)) {}  // "the tour": who says it is down again

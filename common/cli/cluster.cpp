@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <regex>
 
 #include "cli.hpp"
 #include "commands.hpp"
@@ -82,6 +83,15 @@ ProcessResult run_cluster_script(const std::vector<std::string>& args) {
 }
 
 }  // namespace
+
+void check_own_cluster_can_start(const std::string& command, const std::vector<std::string>& links) {
+  static const std::regex rate("[1-9][0-9]*(kbit|mbit|gbit)");  // hpc/cluster.sh's rates
+  for (const std::string& link : links)
+    WB_CHECK(std::regex_match(link, rate), "--links {}: give rates such as 100mbit, 1gbit or 10gbit", link);
+  if (const auto up = emulated_cluster())
+    throw UserError(fmt::format("an emulated cluster is up ({} nodes at {}): `workbook cluster down` first; "
+                                "`workbook {}` brings up its own", up->nodes, up->link, command));
+}
 
 std::optional<std::string> OwnCluster::up(int nodes, const std::string& link) {
   arm_cluster_down_on_signal();

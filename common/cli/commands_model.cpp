@@ -27,7 +27,6 @@
 #include <cmath>
 #include <ctime>
 #include <fstream>
-#include <regex>
 #include <thread>
 
 #include "cli.hpp"
@@ -229,14 +228,9 @@ int cmd_model(std::vector<int> nodes, std::vector<std::string> links, bool quick
               const std::optional<std::string>& json_file, bool no_steps) {
   if (nodes.empty()) nodes = quick ? std::vector<int>{2} : std::vector<int>{2, 4};
   if (links.empty()) links = quick ? std::vector<std::string>{"1gbit"} : std::vector<std::string>{"100mbit", "1gbit", "10gbit"};
-  static const std::regex rate("[1-9][0-9]*(kbit|mbit|gbit)");  // hpc/cluster.sh's rates
-  for (const std::string& link : links)
-    WB_CHECK(std::regex_match(link, rate), "--links {}: give rates such as 100mbit, 1gbit or 10gbit", link);
   // Note: [a command's own emulated cluster] the user's is theirs: neither
   // used (its link is not the one asked) nor taken down.
-  if (const auto up = emulated_cluster())
-    throw UserError(fmt::format("an emulated cluster is up ({} nodes at {}): `workbook cluster down` first; "
-                                "`workbook model` brings up its own", up->nodes, up->link));
+  check_own_cluster_can_start("model", links);
   // The student's predictions, read before anything runs (a malformed line stops here).
   const auto chapters = load_chapters();
   const Chapter& chapter = find_chapter(chapters, "ch10");

@@ -10,7 +10,6 @@
 
 #include <cstdio>
 #include <fstream>
-#include <regex>
 
 #include "cli.hpp"
 #include "commands.hpp"
@@ -20,12 +19,7 @@ namespace workbook::cli {
 
 int cmd_plan(std::vector<std::string> links, bool predict_only, const std::optional<std::string>& json_file) {
   if (links.empty()) links = {"1gbit"};
-  static const std::regex rate("[1-9][0-9]*(kbit|mbit|gbit)");  // hpc/cluster.sh's rates
-  for (const std::string& link : links)
-    WB_CHECK(std::regex_match(link, rate), "--links {}: give rates such as 100mbit, 1gbit or 10gbit", link);
-  if (const auto up = emulated_cluster())
-    throw UserError(fmt::format("an emulated cluster is up ({} nodes at {}): `workbook cluster down` first; "
-                                "`workbook plan` brings up its own", up->nodes, up->link));
+  check_own_cluster_can_start("plan", links);
   const char* const program = "ch11_plan";
   if (!build_targets({std::string(program) + "_solution"}, /*quiet=*/false)) return 1;
   const fs::path json_path = fs::absolute(json_file ? fs::path(*json_file) : build_dir() / "plan" / "plan.jsonl");
