@@ -28,6 +28,17 @@ namespace {
 constexpr int64_t kWarmupSteps = 3;        // untimed steps at the start
 constexpr int64_t kValidationWindows = 64; // held-out windows the validation loss is the mean over
 
+// Note: [a sample is bytes] The model writes bytes, not characters: an
+// untrained one writes any of the 256, and a run of them is rarely UTF-8,
+// which a terminal garbles and a JSON line cannot hold. The sample keeps
+// printable ASCII and newlines, and shows every other byte as '?'.
+std::string printable(const std::string& bytes) {
+  std::string text = bytes;
+  for (char& c : text)
+    if (c != '\n' && (c < 0x20 || c > 0x7e)) c = '?';
+  return text;
+}
+
 int train(workbook::Program& program) {
   ch11::MeshShape shape;
   workbook::GptOptions model;
@@ -101,6 +112,8 @@ int train(workbook::Program& program) {
   }
 
   const double training_s = workbook::now_seconds() - training_started;
+  // One pass of --steps batches is the run's one "epoch" (the tour's time_s).
+  program.json().write({{"type", "epoch"}, {"epoch", 1}, {"train_loss", loss}, {"epoch_s", training_s}});
   torch::Generator held_out = at::make_generator<at::CPUGeneratorImpl>(flags.seed + 2);
   const int64_t validation_rows = kValidationWindows - kValidationWindows % (shape.data * step_options.micro_batches);
   const workbook::TextBatch validation =
@@ -110,7 +123,7 @@ int train(workbook::Program& program) {
   std::string text;
   if (sample > 0) {
     torch::Generator draws = at::make_generator<at::CPUGeneratorImpl>(flags.seed + 3);
-    text = stage->generate("hacker ", sample, 0.8, draws);
+    text = printable(stage->generate("hacker ", sample, 0.8, draws));
     program.say("sample: {}", text);
   }
 

@@ -1,0 +1,19 @@
+# programs.cmake — Chapter 11's programs tested as a user runs them: bad
+# input (one message, exit 2, before any rank waits for another) and the
+# result line of a short run whose untrained model writes any byte.
+# Included by tests/CMakeLists.txt; ${mpi2} comes from there.
+
+if(TARGET ch11_train_solution)
+  set(ch11 $<TARGET_FILE:ch11_train_solution>)
+  workbook_expect_error(ch11_train_heads_not_split "solution;ch11;mpi" 2 "3 heads cannot be split over 2 tensor ranks"
+                        ${mpi2} ${ch11} --tensor 2 --heads 3 --width 24)
+  workbook_expect_error(ch11_train_more_stages_than_layers "solution;ch11;mpi" 2 "2 pipeline stages for 1 layers"
+                        ${mpi2} ${ch11} --pipeline 2 --layers 1)
+  workbook_check_result_line(ch11_train_result_line "solution;ch11;mpi" ${mpi2} ${ch11}
+                             --tensor 2 --layers 2 --width 32 --heads 2 --context 16 --batch 4 --micro-batches 2
+                             --steps 5 --sample 64 --threads 1)
+endif()
+if(TARGET ch11_plan_solution)
+  workbook_expect_error(ch11_plan_assumed_needs_links "solution;ch11" 2 "--assume-ranks needs"
+                        $<TARGET_FILE:ch11_plan_solution> --assume-ranks 8)
+endif()
