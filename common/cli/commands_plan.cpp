@@ -13,6 +13,7 @@
 
 #include "cli.hpp"
 #include "commands.hpp"
+#include "predictions.hpp"
 #include "workbook/errors.hpp"
 
 namespace workbook::cli {
@@ -20,6 +21,10 @@ namespace workbook::cli {
 int cmd_plan(std::vector<std::string> links, bool predict_only, const std::optional<std::string>& json_file) {
   if (links.empty()) links = {"1gbit"};
   check_own_cluster_can_start("plan", links);
+  // The student's predictions, read before anything runs (a malformed line stops here).
+  const auto chapters = load_chapters();
+  const Chapter& chapter = find_chapter(chapters, "ch11");
+  const std::map<std::string, double> predicted = read_predictions(chapter.predictions_file(), chapter.predictions, chapter.id);
   const char* const program = "ch11_plan";
   if (!build_targets({std::string(program) + "_solution"}, /*quiet=*/false)) return 1;
   const fs::path json_path = fs::absolute(json_file ? fs::path(*json_file) : build_dir() / "plan" / "plan.jsonl");
@@ -30,6 +35,7 @@ int cmd_plan(std::vector<std::string> links, bool predict_only, const std::optio
   constexpr int nodes = 2, ranks = 4;
   OwnCluster cluster("`workbook plan`");
   int failures = 0;
+  std::vector<nlohmann::json> lines;  // every line written, for the predictions
   for (const std::string& link : links) {
     cluster.down();  // the previous link's
     fmt::print("\n== {} ranks on {} nodes at {} ==\n", ranks, nodes, link);
@@ -50,15 +56,19 @@ int cmd_plan(std::vector<std::string> links, bool predict_only, const std::optio
       nlohmann::json line = {{"type", "plan"}, {"kind", "error"}, {"error", outcome.error}};
       line.update(where);
       out << line.dump() << "\n";
+      lines.push_back(std::move(line));
       continue;
     }
     for (nlohmann::json line : outcome.lines) {
       if (line.value("type", "") != "plan" && line.value("type", "") != "result") continue;
       line.update(where);
       out << line.dump() << "\n";
+      lines.push_back(std::move(line));
     }
   }
   cluster.down();
+  if (!predict_only)
+    print_predictions(chapter.predictions, predicted, lines, relative_to_source(chapter.predictions_file().string()));
   fmt::print("\nresults: {}\n", json_path.string());
   return failures == 0 ? 0 : 1;
 }
