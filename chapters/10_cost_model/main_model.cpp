@@ -75,7 +75,7 @@ int model_main(workbook::Program& program) {
       ->check(CLI::IsMember({"ring", "recursive_doubling", "rabenseifner", "workbook_ring"}))
       ->capture_default_str();
   app.add_option("--alpha", alpha, "the link's seconds per message (with --beta; without them: fitted first)");
-  app.add_option("--beta", beta, "the link's seconds per byte")->check(CLI::PositiveNumber);
+  app.add_option("--beta", beta, "the link's seconds per byte")->check(CLI::NonNegativeNumber);
   app.add_option("--max-bytes", max_bytes, "allreduce: the largest message")->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--max-seconds", max_seconds, "allreduce: skip sizes predicted to take longer")

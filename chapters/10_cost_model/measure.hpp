@@ -29,6 +29,13 @@ std::string bytes_text(double bytes);
 
 // --measure link: ping-pong between ranks 0 and `partner`, and the line fitted to it.
 ch10::Link measure_link(workbook::Program& program, bool quick, int partner = 1);
+// Note [what a ping-pong does not see] (measure_collectives.cpp): what a
+// collective costs the CPU, fitted with every rank at once.
+struct CpuCosts {
+  double gamma_s_per_byte = 0.0;  // seconds per byte reduced
+  ch10::Link exchange;            // a ring shift's line: every rank sending and receiving at once
+};
+CpuCosts measure_cpu_costs(workbook::Communicator& comm, bool quick);
 // Note [making Open MPI use one algorithm] (measure_collectives.cpp).
 void force_open_mpi_algorithm(const std::string& allreduce);
 // --measure allreduce: one algorithm over the sizes, each predicted and measured.

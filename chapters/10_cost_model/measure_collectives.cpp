@@ -128,19 +128,79 @@ void force_open_mpi_algorithm(const std::string& allreduce) {
   setenv("OMPI_MCA_coll_tuned_reduce_scatter_block_algorithm", "3", 1);
 }
 
+// ---- the CPU's share: γ and the exchange's β ---------------------------------------
+
+// Note: [what a ping-pong does not see]
+// The α–β model charges a collective its messages only. Two more costs are
+// the CPU's, not the wire's, and on this machine, at 10 Gbit/s or with ranks
+// sharing cores, they can be most of a large all-reduce:
+//  - γ, the seconds each byte *reduced* takes (the α–β–γ model's third
+//    term): adding what a rank receives into what it holds;
+//  - the kernel's copies: a ping-pong moves one message one way at a time,
+//    but in a collective's step every rank sends and receives at once, and
+//    the kernel's work for both directions runs on the cores that compute.
+// Both are timed with every rank at once, as a collective runs them (ranks
+// that share a core share its time), and fitted as ex10.1 fits a link: γ is
+// the slope of the adds' times; the exchange is a second link, the line
+// through a ring shift's times (each rank sends n bytes to the next and
+// receives n from the previous). A collective's steps are such exchanges,
+// so its cost in α's and bytes prices on it as on the ping-pong's link, and
+// a step takes the longer of the two.
+CpuCosts measure_cpu_costs(workbook::Communicator& comm, bool quick) {
+  std::vector<int64_t> sizes = {1 << 20, 4 << 20, 16 << 20};
+  if (quick) sizes.resize(2);
+  const int next = (comm.rank() + 1) % comm.size(), previous = (comm.rank() + comm.size() - 1) % comm.size();
+  std::vector<ch10::Timing> adds, shifts;
+  for (const int64_t bytes : sizes) {
+    torch::Tensor held = torch::ones({bytes / 4}), received = torch::ones({bytes / 4});
+    for (int k = 0; k <= 3; ++k) {  // k = 0: a warm-up, not counted
+      comm.barrier();
+      double start = now_s();
+      held.add_(received);
+      const double add_s = slowest(comm, now_s() - start);
+      comm.barrier();
+      start = now_s();
+      comm.exchange(held, next, received, previous);
+      const double shift_s = slowest(comm, now_s() - start);
+      if (k > 0) adds.push_back({bytes, add_s}), shifts.push_back({bytes, shift_s});
+    }
+  }
+  // A slope below 0 is noise on a cost too small to see: none.
+  return {std::max(0.0, ch10::fit_link(adds).beta_s_per_byte), ch10::fit_link(shifts)};
+}
+
+// Note: [the bytes an all-reduce reduces]
+// Ring and Rabenseifner add what their reduce-scatter half receives, once
+// each; recursive doubling adds every byte it receives.
+double reduced_bytes(ch10::Algorithm algorithm, int64_t bytes, int ranks) {
+  if (algorithm == ch10::Algorithm::RecursiveDoubling)
+    return ch10::collective_cost(ch10::Collective::AllReduce, algorithm, bytes, ranks).bytes;
+  return ch10::collective_cost(ch10::Collective::ReduceScatter, ch10::Algorithm::Ring, bytes, ranks).bytes;
+}
+
 void measure_allreduce(workbook::Program& program, const std::string& algorithm, const ch10::Link& link,
                        int64_t max_bytes, double max_seconds) {
   workbook::Communicator& comm = program.comm();
   const int ranks = comm.size();
   const bool workbook_ring = algorithm == "workbook_ring";
   const ch10::Algorithm model = workbook_ring ? ch10::Algorithm::Ring : *ch10::algorithm_named(algorithm);
-  workbook::Table table({{algorithm, 18}, {"measured ms", 12}, {"predicted ms", 12}, {"pred/meas", 9}, {"repeats", 7}});
+  const CpuCosts cpu = measure_cpu_costs(comm, max_bytes <= (4 << 20));
+  program.say("the CPU's share, every rank at once: gamma {:.3g} ns per byte reduced; an exchange: alpha {:.1f} us, "
+              "beta {:.3g} ns per byte ({:.3g} Gbit/s; the ping-pong's {:.3g})",
+              cpu.gamma_s_per_byte * 1e9, cpu.exchange.alpha_s * 1e6, cpu.exchange.beta_s_per_byte * 1e9,
+              cpu.exchange.bits_per_s() / 1e9, link.bits_per_s() / 1e9);
+  workbook::Table table({{algorithm, 18}, {"measured ms", 12}, {"predicted ms", 12}, {"pred/meas", 9},
+                         {"with CPU ms", 11}, {"pred/meas", 9}, {"repeats", 7}});
   program.say("{}", table.header());
   for (int64_t bytes = 4; bytes <= max_bytes; bytes *= 4) {
-    const double predicted = ch10::collective_cost(ch10::Collective::AllReduce, model, bytes, ranks).seconds(link);
+    const ch10::Cost cost = ch10::collective_cost(ch10::Collective::AllReduce, model, bytes, ranks);
+    const double predicted = cost.seconds(link);
+    // Note [what a ping-pong does not see]: the slower of the two links, and γ for each byte reduced.
+    const double with_cpu = std::max(predicted, cost.seconds(cpu.exchange)) +
+                            reduced_bytes(model, bytes, ranks) * cpu.gamma_s_per_byte;
     if (predicted > max_seconds) {
       program.say("{}", table.row({bytes_text(static_cast<double>(bytes)), "skipped", fmt::format("{:.1f}", predicted * 1e3),
-                                   "", fmt::format("> {:g} s", max_seconds)}));
+                                   "", "", "", fmt::format("> {:g} s", max_seconds)}));
       continue;
     }
     torch::Tensor buffer = torch::ones({bytes / 4}, torch::kFloat32);
@@ -160,9 +220,12 @@ void measure_allreduce(workbook::Program& program, const std::string& algorithm,
     const double measured = workbook::median(times);
     program.say("{}", table.row({bytes_text(static_cast<double>(bytes)), fmt::format("{:.3f}", measured * 1e3),
                                  fmt::format("{:.3f}", predicted * 1e3), fmt::format("{:.2f}", predicted / measured),
+                                 fmt::format("{:.3f}", with_cpu * 1e3), fmt::format("{:.2f}", with_cpu / measured),
                                  std::to_string(repeats)}));
     program.json().write({{"type", "model"}, {"kind", "allreduce"}, {"algorithm", algorithm}, {"ranks", ranks},
-                          {"size", bytes}, {"measured", measured}, {"predicted", predicted}});
+                          {"size", bytes}, {"measured", measured}, {"predicted", predicted},
+                          {"predicted_with_cpu", with_cpu}, {"gamma", cpu.gamma_s_per_byte},
+                          {"exchange_alpha", cpu.exchange.alpha_s}, {"exchange_beta", cpu.exchange.beta_s_per_byte}});
   }
 }
 

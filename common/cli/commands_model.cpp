@@ -105,6 +105,9 @@ bool run_model(ModelRuns& runs, const std::string& what, const std::vector<std::
     if (line.value("type", "") != "model") continue;
     const double predicted = number_or_nan(line, "predicted"), measured = number_or_nan(line, "measured");
     if (std::isfinite(predicted) && measured > 0) line["ratio"] = predicted / measured;
+    // An all-reduce is also predicted with the CPU's share (γ and an exchange's β).
+    const double with_cpu = number_or_nan(line, "predicted_with_cpu");
+    if (std::isfinite(with_cpu) && measured > 0) line["ratio_with_cpu"] = with_cpu / measured;
     append_line(runs, std::move(line), out);
   }
   fmt::print("    done in {:.0f} s\n", outcome.wall_s);
@@ -130,8 +133,17 @@ void measure(ModelRuns& runs, bool quick, bool steps, const fs::path& dir, std::
     record_failure(runs, "link fit", error, out);
     return;
   }
+  // Note: [a flat ping-pong] Where ranks share cores, the ping-pong's times
+  // can be the scheduler's tick at every size, and the line through them
+  // slope down: no time per byte is what they show, so β = 0.
+  double beta = number_or_nan(*fit, "beta");
+  if (beta < 0) {
+    fmt::print("    the fitted beta is below 0 ({:.3g} ns per byte: the ping-pong's times did not grow with size); "
+               "predicted with beta = 0\n", beta * 1e9);
+    beta = 0;
+  }
   more.insert(more.end(), {"--alpha", fmt::format("{:.17g}", number_or_nan(*fit, "alpha")), "--beta",
-                           fmt::format("{:.17g}", number_or_nan(*fit, "beta"))});
+                           fmt::format("{:.17g}", beta)});
   for (const char* algorithm : model_algorithms)
     run_model(runs, fmt::format("allreduce {}", algorithm), with({"--measure", "allreduce", "--algorithm", algorithm}),
               dir, out);
@@ -163,8 +175,13 @@ void print_model_table(const ModelRuns& runs) {
              runs.link);
   const std::vector<Column> columns = {{{"", "what"}, 28, true},     {{"", "size"}, 9},
                                        {{"predicted", "ms"}, 11},    {{"measured", "ms"}, 11},
-                                       {{"predicted", "/ measured"}, 11}};
+                                       {{"predicted", "/ measured"}, 11},
+                                       {{"with CPU", "/ measured"}, 11}};
   print_heading(columns);
+  auto ratio_text = [](const nlohmann::json& line, const char* key) {
+    const double ratio = number_or_nan(line, key);
+    return std::isfinite(ratio) ? fmt::format("{:.2f}", ratio) : std::string("-");
+  };
   for (const nlohmann::json& line : runs.lines) {
     const std::string kind = line.value("kind", "");
     if (kind == "link") continue;
@@ -172,9 +189,8 @@ void print_model_table(const ModelRuns& runs) {
       print_row(columns, {model_what(line)}, "  failed: " + line.value("error", "?"));
       continue;
     }
-    const double ratio = number_or_nan(line, "ratio");
     print_row(columns, {model_what(line), model_size(line), milliseconds(line, "predicted"),
-                        milliseconds(line, "measured"), std::isfinite(ratio) ? fmt::format("{:.2f}", ratio) : "-"});
+                        milliseconds(line, "measured"), ratio_text(line, "ratio"), ratio_text(line, "ratio_with_cpu")});
   }
   for (const nlohmann::json& line : runs.lines)
     if (line.value("kind", "") == "link")
@@ -183,15 +199,15 @@ void print_model_table(const ModelRuns& runs) {
                  number_or_nan(line, "bits_per_s") / 1e9, runs.link);
 }
 
-// The worst |ratio - 1| of the lines `keep` accepts, and where; "-" when none.
+// The worst |ratio - 1| (the line's `key`) of the lines `keep` accepts, and where; "-" when none.
 std::pair<std::string, std::string> worst(const std::vector<ModelRuns>& done, const std::string& link,
-                                          bool (*keep)(const nlohmann::json&, int nodes)) {
+                                          bool (*keep)(const nlohmann::json&, int nodes), const char* key = "ratio") {
   double off = -1;
   std::string where;
   for (const ModelRuns& runs : done) {
     if (runs.link != link) continue;
     for (const nlohmann::json& line : runs.lines) {
-      const double ratio = number_or_nan(line, "ratio");
+      const double ratio = number_or_nan(line, key);
       if (!std::isfinite(ratio) || !keep(line, runs.nodes) || std::abs(ratio - 1) <= off) continue;
       off = std::abs(ratio - 1);
       where = fmt::format("{}{}, {} nodes", model_what(line),
@@ -207,6 +223,8 @@ void print_model_summary(const std::vector<ModelRuns>& done, const std::vector<s
   const std::vector<Column> columns = {{{"", "link"}, 8, true},
                                        {{"", "worst"}, 6, false, " | ", "bandwidth-bound (>= 1 MiB)"},
                                        {{"", "where"}, 36, true, " ", "bandwidth-bound (>= 1 MiB)"},
+                                       {{"", "worst"}, 6, false, " | ", "all-reduce with CPU"},
+                                       {{"", "where"}, 36, true, " ", "all-reduce with CPU"},
                                        {{"", "worst"}, 6, false, " | ", "steps (2 nodes)"},
                                        {{"", "where"}, 20, true, " ", "steps (2 nodes)"}};
   print_heading(columns);
@@ -215,10 +233,16 @@ void print_model_summary(const std::vector<ModelRuns>& done, const std::vector<s
       const std::string kind = line.value("kind", "");
       return (kind == "pingpong" || kind == "allreduce") && line.value("size", 0.0) >= bandwidth_bound_bytes;
     });
+    const auto [with_cpu, with_cpu_at] = worst(
+        done, link,
+        [](const nlohmann::json& line, int) {
+          return line.value("kind", "") == "allreduce" && line.value("size", 0.0) >= bandwidth_bound_bytes;
+        },
+        "ratio_with_cpu");
     const auto [step, step_at] = worst(done, link, [](const nlohmann::json& line, int nodes) {
       return line.value("kind", "") == "step" && nodes == 2;
     });
-    print_row(columns, {link, large, large_at, step, step_at});
+    print_row(columns, {link, large, large_at, with_cpu, with_cpu_at, step, step_at});
   }
 }
 
