@@ -114,6 +114,34 @@ Rates measure_rates(workbook::Communicator& comm, const workbook::GptOptions& mo
   return rates;
 }
 
+// Note: [a link as the groups use it] A ping-pong times one message while
+// the other ranks wait; in a step every group moves at once, on cores the
+// ranks share. So each link is also timed that way: every rank exchanges
+// with its partner `distance` away (its node's neighbour, or its counterpart
+// on the next node) at once, the slowest rank's time per size, and Chapter
+// 10's fit_shaped_link through them. An exchange is a ring step: its time is
+// α + n·β, not half of a round trip.
+ch10::Link measure_exchange(workbook::Program& program, int distance) {
+  workbook::Communicator& comm = program.comm();
+  const bool lower = (comm.rank() / distance) % 2 == 0;
+  const int partner = lower ? comm.rank() + distance : comm.rank() - distance;
+  const bool paired = partner >= 0 && partner < comm.size();
+  std::vector<ch10::Timing> timings;
+  for (const int64_t bytes : {int64_t{1}, int64_t{4} << 10, int64_t{64} << 10, int64_t{256} << 10,
+                              int64_t{1} << 20, int64_t{2} << 20, int64_t{4} << 20}) {
+    const torch::Tensor out = torch::zeros({bytes}, torch::kUInt8);
+    torch::Tensor in = torch::zeros({bytes}, torch::kUInt8);
+    const double seconds = timed(comm, bytes <= (256 << 10) ? 9 : 5, [&] {
+      if (paired) comm.exchange(out, partner, in, partner);
+    });
+    timings.push_back({bytes, seconds});
+  }
+  const ch10::Link link = ch10::fit_shaped_link(timings);
+  program.say("  every rank exchanging with the rank {} away at once: alpha {:.1f} us, beta {:.3g} ns a byte",
+              distance, link.alpha_s * 1e6, link.beta_s_per_byte * 1e9);
+  return link;
+}
+
 std::string layout_name(const ch11::LayoutPlan& plan) {
   return fmt::format("{}x{}x{} m={}", plan.shape.data, plan.shape.pipeline, plan.shape.tensor, plan.micro_batches);
 }
@@ -180,6 +208,7 @@ int plan_main(workbook::Program& program) {
   std::vector<int64_t> micro_batch_counts = {1, 2, 4};
   int steps = 3;
   bool predict_only = false;
+  std::string link_timing = "pingpong";
   size_t top = 0;
   int assume_ranks = 0, assume_ranks_per_node = 1;
   double assume_tflops = 0.0, assume_within_gbit = 0.0, assume_between_gbit = 0.0, assume_alpha_us = 10.0;
@@ -195,6 +224,8 @@ int plan_main(workbook::Program& program) {
   cli.add_flag("--recompute", step.recompute, "each block recomputed in backward");
   cli.add_option("--steps", steps, "timed steps per layout")->check(CLI::PositiveNumber);
   cli.add_flag("--predict-only", predict_only, "rank the layouts; measure none");
+  cli.add_option("--link-timing", link_timing, "the links timed by a ping-pong of two ranks or an exchange of all at once")
+      ->check(CLI::IsMember({"pingpong", "exchange"}))->capture_default_str();
   cli.add_option("--top", top, "print the first K layouts only (0: all)");
   cli.add_option("--assume-ranks", assume_ranks, "plan for this many ranks of an assumed machine; nothing measured")
       ->check(CLI::PositiveNumber);
@@ -250,10 +281,12 @@ int plan_main(workbook::Program& program) {
   if (machine.ranks_per_node > 1) {
     program.say("within a node (ranks 0 and 1):");
     machine.within_node = ch10::measure::measure_link(program, true, 1);
+    if (link_timing == "exchange") machine.within_node = measure_exchange(program, 1);
   }
   if (!one_node) {
     program.say("between nodes (ranks 0 and {}):", machine.ranks_per_node);
     machine.between_nodes = ch10::measure::measure_link(program, true, machine.ranks_per_node);
+    if (link_timing == "exchange") machine.between_nodes = measure_exchange(program, machine.ranks_per_node);
   }
   // Note: [a flat ping-pong] Where ranks share cores, every message can cost
   // a scheduler tick whatever its size; the fit then finds β ≤ 0, which would
