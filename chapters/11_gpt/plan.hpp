@@ -86,7 +86,7 @@ struct LayoutPlan {
   double pipeline_s = 0.0;  // what the pipeline's schedule adds: the bubble, the messages, unequal stages
   double data_s = 0.0;      // the data group's reduce-scatter and all-gather, and the tied exchange
   double optimizer_s = 0.0;
-  int64_t bytes_held = 0;   // the most a rank holds: parameters, gradients, Adam's moments, activations
+  int64_t bytes_held = 0;   // the most a rank holds: state_bytes_at (counted) and activations (estimated)
   double total_s() const { return compute_s + tensor_s + pipeline_s + data_s + optimizer_s; }
 };
 
@@ -98,6 +98,13 @@ LayoutPlan predict_layout(const workbook::GptOptions& model, const MeshShape& sh
 // count of `micro_batch_counts` that cuts the batch, fastest first.
 std::vector<LayoutPlan> rank_layouts(const workbook::GptOptions& model, int ranks, StepShape step,
                                      const Machine& machine, const std::vector<int64_t>& micro_batch_counts);
+
+// What the rank at `here` keeps besides activations, in bytes, as Chapter 7's
+// OptimizerStateSharding holds it after a step (its held()): the parameters
+// in one float32 buffer padded to d equal shards, every parameter's
+// gradient, the averaged shard of the gradient, and Adam's two moments for
+// the parameters of that shard (the last shard's padding has none).
+int64_t state_bytes_at(const workbook::GptOptions& model, const MeshShape& shape, const MeshCoordinates& here);
 
 // The training FLOPs of the whole model on one step's global batch, without
 // recomputation (what model-FLOPs utilization divides by).

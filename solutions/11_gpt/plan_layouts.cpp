@@ -30,12 +30,6 @@ double all_reduces_s(const ch10::Link& link, int64_t calls, int64_t elements, in
   return calls * one.messages * link.alpha_s + one.bytes * link.beta_s_per_byte;
 }
 
-// What one rank keeps besides activations: float32 parameters and
-// gradients, and Adam's two moments for its 1/d share (Chapter 7's stage 1).
-int64_t state_bytes(int64_t parameters, int data) {
-  return kBytesPerElement * (2 * parameters + 2 * ((parameters + data - 1) / data));
-}
-
 // Activations a block keeps for backward, per position, in elements: the
 // stream and the LayerNorms' inputs and outputs whole (about 5w), the split
 // products (qkv 3w/t, the heads' output w/t, the MLP's 4w/t twice, about
@@ -49,6 +43,14 @@ double block_activation_elements(const workbook::GptOptions& model, int t, int64
 }
 
 }  // namespace
+
+int64_t state_bytes_at(const workbook::GptOptions& model, const MeshShape& shape, const MeshCoordinates& here) {
+  const int64_t parameters = parameters_at(model, shape, here), d = shape.data;
+  const int64_t shard = (parameters + d - 1) / d;
+  // Adam steps the rank's own parameters only: the last shard's padding has no moments.
+  const int64_t owned = std::clamp<int64_t>(parameters - here.data * shard, 0, shard);
+  return kBytesPerElement * (shard * d + parameters + shard + 2 * owned);
+}
 
 double model_flops(const workbook::GptOptions& model, const StepShape& step) {
   StepShape whole = step;
@@ -78,7 +80,7 @@ LayoutPlan predict_layout(const workbook::GptOptions& model, const MeshShape& sh
   // Chapter 10's.
   const double c = std::max(1.0, machine.ranks_per_core);
   double forward_s = 0.0, backward_s = 0.0, mean_compute_s = 0.0, mean_tensor_s = 0.0;
-  int64_t most_parameters = 0, most_activations = 0;
+  int64_t most_parameters = 0, most_state = 0, most_activations = 0;
   for (int stage = 0; stage < p; ++stage) {
     const MeshCoordinates here{0, stage, 0};
     const StepFlops flops = step_flops(model, shape, here, step);
@@ -101,6 +103,7 @@ LayoutPlan predict_layout(const workbook::GptOptions& model, const MeshShape& sh
                              block_activation_elements(model, t, step.context, step.recompute)) *
             kBytesPerElement);
     most_parameters = std::max(most_parameters, parameters_at(model, shape, here));
+    most_state = std::max(most_state, state_bytes_at(model, shape, here));
   }
 
   // Chapter 10's pipeline (ex10.6): p equal stages of the slowest one's time,
@@ -123,7 +126,7 @@ LayoutPlan predict_layout(const workbook::GptOptions& model, const MeshShape& sh
                 ch10::collective_cost(Collective::ReduceScatter, Algorithm::Ring, flat, d).seconds(data_link) +
                 ch10::collective_cost(Collective::AllGather, Algorithm::Ring, flat, d).seconds(data_link);
   plan.optimizer_s = machine.optimizer_s_per_parameter * static_cast<double>((most_parameters + d - 1) / d);
-  plan.bytes_held = state_bytes(most_parameters, d) + most_activations;
+  plan.bytes_held = most_state + most_activations;
   return plan;
 }
 
