@@ -145,14 +145,14 @@ void force_open_mpi_algorithm(const std::string& allreduce) {
 //    the kernel's work for both directions runs on the cores that compute.
 // Both are timed with every rank at once, as a collective runs them (ranks
 // that share a core share its time), and fitted as ex10.1 fits a link: γ is
-// the slope of the adds' times; the exchange is a second link, the line
-// through a ring shift's times (each rank sends n bytes to the next and
-// receives n from the previous). A collective's steps are such exchanges,
+// the slope of the adds' times; the exchange is a second link, fitted to a
+// ring shift's times as the ping-pong's are (each rank sends n bytes to the
+// next and receives n from the previous). A collective's steps are such exchanges,
 // so its cost in α's and bytes prices on it as on the ping-pong's link, and
 // a step takes the longer of the two.
 CpuCosts measure_cpu_costs(workbook::Communicator& comm, bool quick) {
-  std::vector<int64_t> sizes = {1 << 20, 4 << 20, 16 << 20};
-  if (quick) sizes.resize(2);
+  std::vector<int64_t> sizes = {4, 4 << 10, 64 << 10, 1 << 20, 4 << 20, 16 << 20};
+  if (quick) sizes.pop_back();
   const int next = (comm.rank() + 1) % comm.size(), previous = (comm.rank() + comm.size() - 1) % comm.size();
   std::vector<ch10::Timing> adds, shifts;
   for (const int64_t bytes : sizes) {
@@ -166,11 +166,12 @@ CpuCosts measure_cpu_costs(workbook::Communicator& comm, bool quick) {
       start = now_s();
       comm.exchange(held, next, received, previous);
       const double shift_s = slowest(comm, now_s() - start);
-      if (k > 0) adds.push_back({bytes, add_s}), shifts.push_back({bytes, shift_s});
+      if (k > 0 && bytes >= (1 << 20)) adds.push_back({bytes, add_s});  // below, the add is lost in the timer
+      if (k > 0) shifts.push_back({bytes, shift_s});
     }
   }
   // A slope below 0 is noise on a cost too small to see: none.
-  return {std::max(0.0, ch10::fit_link(adds).beta_s_per_byte), ch10::fit_link(shifts)};
+  return {std::max(0.0, ch10::fit_link(adds).beta_s_per_byte), ch10::fit_shaped_link(shifts)};
 }
 
 // Note: [the bytes an all-reduce reduces]
