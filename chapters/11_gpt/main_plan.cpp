@@ -2,7 +2,7 @@
 // predicted by the plan (ex11.6) and ranked, then measured.
 //
 //   mpirun -n 4 ch11_plan [--layers 4] [--width 256] [--heads 4] [--context 128] [--batch 16]
-//                         [--micro-batches 1,2,4] [--recompute] [--steps 3] [--predict-only] [--top K]
+//                         [--micro-batches 1,2,4] [--recompute] [--steps 6] [--predict-only] [--top K]
 //   workbook run ch11 --program ch11_plan --nodes 2 --ranks-per-node 2 --solution   (the emulated cluster)
 //   ch11_plan --assume-ranks 64 --assume-ranks-per-node 8 --assume-tflops 400 --assume-within-gbit 3600
 //             --assume-between-gbit 400 --assume-alpha-us 10 [model flags]   (a machine not here: plan only)
@@ -82,26 +82,42 @@ int cores_here() {
 
 struct Rates {
   double model_flops_per_s = 0.0, matmul_flops_per_s = 0.0, optimizer_s_per_parameter = 0.0;
+  std::map<int64_t, double> model_flops_per_s_at_rows;
 };
 
-// Every rank at once: the whole model's step on batch / ranks sequences
-// (the all-data layout's work, with one micro-batch), Adam's step, and a
+// Note: [a micro-batch's rate, measured at its size] More micro-batches
+// make smaller products, which run at a lower rate (Chapter 10 measured a
+// stage's 32 rows costing more per row than its 256). So the model's rate is
+// measured at every micro-batch size some layout will use, batch / (d·m)
+// sequences, and each layout is charged the rate of its own.
+// Every rank at once: the whole model's step on each such size (the rate at
+// batch / ranks, the all-data layout's, is the headline), Adam's step, and a
 // product of the MLP's shape.
-Rates measure_rates(workbook::Communicator& comm, const workbook::GptOptions& model, const ch11::StepShape& step) {
+Rates measure_rates(workbook::Communicator& comm, const workbook::GptOptions& model, const ch11::StepShape& step,
+                    const std::vector<int64_t>& micro_batch_counts) {
   Rates rates;
   torch::manual_seed(5);
   workbook::Gpt whole(model);
-  const int64_t rows = std::max<int64_t>(1, step.batch / comm.size());
-  const torch::Tensor bytes = torch::randint(0, model.vocabulary, {rows, step.context + 1}, torch::kInt64);
-  const torch::Tensor inputs = bytes.narrow(1, 0, step.context), targets = bytes.narrow(1, 1, step.context);
-  const double step_s = timed(comm, 3, [&] {
-    whole->zero_grad();
-    whole->loss(inputs, targets).backward();
-  });
-  ch11::StepShape one = step;
-  one.batch = rows;
-  one.recompute = false;
-  rates.model_flops_per_s = ch11::model_flops(model, one) / step_s;
+  std::vector<int64_t> sizes;
+  for (int d = 1; d <= comm.size(); ++d)
+    for (const int64_t m : micro_batch_counts)
+      if (comm.size() % d == 0 && step.batch % (d * m) == 0) sizes.push_back(step.batch / (d * m));
+  const int64_t headline = std::max<int64_t>(1, step.batch / comm.size());
+  sizes.push_back(headline);
+  for (const int64_t rows : sizes) {
+    if (rates.model_flops_per_s_at_rows.count(rows) > 0) continue;
+    const torch::Tensor bytes = torch::randint(0, model.vocabulary, {rows, step.context + 1}, torch::kInt64);
+    const torch::Tensor inputs = bytes.narrow(1, 0, step.context), targets = bytes.narrow(1, 1, step.context);
+    const double step_s = timed(comm, 3, [&] {
+      whole->zero_grad();
+      whole->loss(inputs, targets).backward();
+    });
+    ch11::StepShape one = step;
+    one.batch = rows;
+    one.recompute = false;
+    rates.model_flops_per_s_at_rows[rows] = ch11::model_flops(model, one) / step_s;
+  }
+  rates.model_flops_per_s = rates.model_flops_per_s_at_rows.at(headline);
 
   torch::optim::Adam adam(whole->parameters());
   rates.optimizer_s_per_parameter =
@@ -112,34 +128,6 @@ Rates measure_rates(workbook::Communicator& comm, const workbook::GptOptions& mo
   const double matmul_s = timed(comm, 9, [&] { (void)torch::mm(a, b); });
   rates.matmul_flops_per_s = 2.0 * a.size(0) * a.size(1) * b.size(1) / matmul_s;
   return rates;
-}
-
-// Note: [a link as the groups use it] A ping-pong times one message while
-// the other ranks wait; in a step every group moves at once, on cores the
-// ranks share. So each link is also timed that way: every rank exchanges
-// with its partner `distance` away (its node's neighbour, or its counterpart
-// on the next node) at once, the slowest rank's time per size, and Chapter
-// 10's fit_shaped_link through them. An exchange is a ring step: its time is
-// α + n·β, not half of a round trip.
-ch10::Link measure_exchange(workbook::Program& program, int distance) {
-  workbook::Communicator& comm = program.comm();
-  const bool lower = (comm.rank() / distance) % 2 == 0;
-  const int partner = lower ? comm.rank() + distance : comm.rank() - distance;
-  const bool paired = partner >= 0 && partner < comm.size();
-  std::vector<ch10::Timing> timings;
-  for (const int64_t bytes : {int64_t{1}, int64_t{4} << 10, int64_t{64} << 10, int64_t{256} << 10,
-                              int64_t{1} << 20, int64_t{2} << 20, int64_t{4} << 20}) {
-    const torch::Tensor out = torch::zeros({bytes}, torch::kUInt8);
-    torch::Tensor in = torch::zeros({bytes}, torch::kUInt8);
-    const double seconds = timed(comm, bytes <= (256 << 10) ? 9 : 5, [&] {
-      if (paired) comm.exchange(out, partner, in, partner);
-    });
-    timings.push_back({bytes, seconds});
-  }
-  const ch10::Link link = ch10::fit_shaped_link(timings);
-  program.say("  every rank exchanging with the rank {} away at once: alpha {:.1f} us, beta {:.3g} ns a byte",
-              distance, link.alpha_s * 1e6, link.beta_s_per_byte * 1e9);
-  return link;
 }
 
 std::string layout_name(const ch11::LayoutPlan& plan) {
@@ -206,9 +194,8 @@ int plan_main(workbook::Program& program) {
   workbook::GptOptions model;
   ch11::StepShape step;
   std::vector<int64_t> micro_batch_counts = {1, 2, 4};
-  int steps = 3;
+  int steps = 6;
   bool predict_only = false;
-  std::string link_timing = "pingpong";
   size_t top = 0;
   int assume_ranks = 0, assume_ranks_per_node = 1;
   double assume_tflops = 0.0, assume_within_gbit = 0.0, assume_between_gbit = 0.0, assume_alpha_us = 10.0;
@@ -224,8 +211,6 @@ int plan_main(workbook::Program& program) {
   cli.add_flag("--recompute", step.recompute, "each block recomputed in backward");
   cli.add_option("--steps", steps, "timed steps per layout")->check(CLI::PositiveNumber);
   cli.add_flag("--predict-only", predict_only, "rank the layouts; measure none");
-  cli.add_option("--link-timing", link_timing, "the links timed by a ping-pong of two ranks or an exchange of all at once")
-      ->check(CLI::IsMember({"pingpong", "exchange"}))->capture_default_str();
   cli.add_option("--top", top, "print the first K layouts only (0: all)");
   cli.add_option("--assume-ranks", assume_ranks, "plan for this many ranks of an assumed machine; nothing measured")
       ->check(CLI::PositiveNumber);
@@ -270,23 +255,26 @@ int plan_main(workbook::Program& program) {
   machine.ranks_per_node = ranks_sharing(world, host_name());
   const int ranks_on_machine = ranks_sharing(world, machine_id());
   machine.ranks_per_core = std::max(1.0, static_cast<double>(ranks_on_machine) / cores_here());
-  const Rates rates = measure_rates(world, model, step);
+  const Rates rates = measure_rates(world, model, step, micro_batch_counts);
   machine.flops_per_s = rates.model_flops_per_s * machine.ranks_per_core;
+  for (const auto& [rows, rate] : rates.model_flops_per_s_at_rows)
+    machine.flops_per_s_at_rows[rows] = rate * machine.ranks_per_core;
   machine.optimizer_s_per_parameter = rates.optimizer_s_per_parameter;
   const bool one_node = machine.ranks_per_node >= world.size();
   program.say("{} ranks, {} a node, {} on rank 0's machine of {} cores ({:g} a core); every rank at once: the "
               "model's step {:.2f} GFLOP/s a rank, matrix products {:.2f} GFLOP/s, Adam {:.1f} ns a parameter",
               world.size(), machine.ranks_per_node, ranks_on_machine, cores_here(), machine.ranks_per_core,
               rates.model_flops_per_s / 1e9, rates.matmul_flops_per_s / 1e9, rates.optimizer_s_per_parameter * 1e9);
+  std::string by_rows;
+  for (const auto& [rows, rate] : rates.model_flops_per_s_at_rows) by_rows += fmt::format(" {}: {:.2f}", rows, rate / 1e9);
+  program.say("the model's step by micro-batch (sequences: GFLOP/s a rank, every rank at once):{}", by_rows);
   if (machine.ranks_per_node > 1) {
     program.say("within a node (ranks 0 and 1):");
     machine.within_node = ch10::measure::measure_link(program, true, 1);
-    if (link_timing == "exchange") machine.within_node = measure_exchange(program, 1);
   }
   if (!one_node) {
     program.say("between nodes (ranks 0 and {}):", machine.ranks_per_node);
     machine.between_nodes = ch10::measure::measure_link(program, true, machine.ranks_per_node);
-    if (link_timing == "exchange") machine.between_nodes = measure_exchange(program, machine.ranks_per_node);
   }
   // Note: [a flat ping-pong] Where ranks share cores, every message can cost
   // a scheduler tick whatever its size; the fit then finds β ≤ 0, which would

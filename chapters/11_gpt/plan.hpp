@@ -11,6 +11,7 @@
 // counts into seconds with Chapter 10's link model and ranks the layouts.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "cost_model.hpp"  // Chapter 10: Link, collective_cost
@@ -71,6 +72,13 @@ StepElements step_elements(const workbook::GptOptions& model, const MeshShape& s
 // What the plan needs of the machine, measured once (ch11_plan does).
 struct Machine {
   double flops_per_s = 1e9;               // one rank's rate on the model's work, a core (or a GPU) to itself
+  // The rate at a micro-batch of so many sequences, where measured (small
+  // products run slower); flops_per_s at any other size.
+  std::map<int64_t, double> flops_per_s_at_rows;
+  double rate(int64_t rows) const {
+    const auto it = flops_per_s_at_rows.find(rows);
+    return it != flops_per_s_at_rows.end() ? it->second : flops_per_s;
+  }
   double ranks_per_core = 1.0;            // ranks that take turns on one core when all compute (≥ 1)
   double optimizer_s_per_parameter = 0.0; // Adam's step per parameter a rank steps, every rank stepping
   ch10::Link within_node, between_nodes;  // ranks of one node; ranks of two

@@ -68,7 +68,8 @@ LayoutPlan predict_layout(const workbook::GptOptions& model, const MeshShape& sh
   const ch10::Link& tensor_link = link_of(machine, 1, t);
   const ch10::Link& data_link = link_of(machine, t, d);
   const ch10::Link& pipeline_link = link_of(machine, t * d, p);
-  const int64_t positions = step.batch / d / m * step.context;  // a micro-batch's rows
+  const int64_t rows = step.batch / d / m, positions = rows * step.context;  // a micro-batch's
+  const double rate = machine.rate(rows);
 
   // Note: [the cores' share] Ranks that share cores (ranks_per_core > 1)
   // run at 1/ranks_per_core of a core's rate while all compute; a rank that
@@ -91,9 +92,9 @@ LayoutPlan predict_layout(const workbook::GptOptions& model, const MeshShape& sh
     // A micro-batch's forward and backward on this stage, each with the
     // all-reduces it waits for (shared between them as their FLOPs are).
     const double share_forward = flops.forward / flops.total();
-    forward_s = std::max(forward_s, flops.forward / machine.flops_per_s / m + reduces_s * share_forward);
-    backward_s = std::max(backward_s, flops.backward / machine.flops_per_s / m + reduces_s * (1 - share_forward));
-    mean_compute_s += flops.total() / machine.flops_per_s / p;
+    forward_s = std::max(forward_s, flops.forward / rate / m + reduces_s * share_forward);
+    backward_s = std::max(backward_s, flops.backward / rate / m + reduces_s * (1 - share_forward));
+    mean_compute_s += flops.total() / rate / p;
     mean_tensor_s += m * reduces_s / p;
     // 1F1B: stage s holds at most p − s micro-batches' activations at once.
     const int64_t held = std::min<int64_t>(m, p - stage);
