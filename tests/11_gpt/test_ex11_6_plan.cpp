@@ -87,14 +87,14 @@ void check_elements(workbook::Communicator& world, const workbook::GptOptions& m
         predicted.pipeline_sent);
   CHECK(moved(data, mesh.data->stats(), workbook::CommOp::ReduceScatter) == predicted.data_reduce_scatter);
   CHECK(moved(data, mesh.data->stats(), workbook::CommOp::AllGather) == predicted.data_all_gather);
-  // Given code on both sides: the plan's bytes besides activations against
-  // what the sharding (your Chapter 7) holds after the step.
+  // The plan's bytes besides activations (given) against what the trainer's
+  // sharding (Chapter 7's reference, as ex11.5 builds it) holds after the step.
   // The padding of the last shard may be kept or not, in any of three buffers.
   const int64_t parameters = ch11::parameters_at(model, shape, mesh.here);
   const int64_t padding = (parameters + shape.data - 1) / shape.data * shape.data - parameters;
   INFO("state_bytes_at (given, plan_layouts.cpp) against trainer.sharding().held(): a difference beyond the "
-       "padding is the sharding of Chapter 7 keeping other than the parameters, their gradients, an averaged "
-       "gradient shard and Adam's moments for a 1/d shard");
+       "padding is GptTrainer's sharding (ex11.5) holding other than the stage's parameters, their gradients, an "
+       "averaged gradient shard and Adam's moments for a 1/d shard of them");
   CHECK(trainer.sharding().held().total() ==
         Approx(ch11::state_bytes_at(model, shape, mesh.here)).margin(3.0 * 4 * padding));
 }
