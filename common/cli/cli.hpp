@@ -65,11 +65,14 @@ struct BenchPart {
   bool lower_is_better = true;         // for the metric: true for times, false for accuracies
 };
 
-// A program of the tour and its arguments at the tour's scale and at full scale (--full).
+// A program of the tour and its arguments at each of the tour's scales.
 struct TourProgram {
   std::string program;                 // the chapter's program unless the entry names another
-  std::vector<std::string> args, full_args;
+  std::vector<std::string> args;       // the default tour's
+  std::vector<std::string> long_args;  // `--long`: the sizes the tour had until 2026-11-28 (args when absent)
+  std::vector<std::string> full_args;  // `--full`
 };
+
 
 // One configuration `workbook tour` runs: a row of its table.
 struct TourEntry {
@@ -133,6 +136,9 @@ const Exercise* find_exercise(const std::vector<Chapter>& chapters, const std::s
 std::map<std::string, std::vector<std::string>> load_hints(const Chapter& chapter);
 
 // ---- state kept between commands (build/<preset>/workbook-state.json) ----------
+// "hints": exN.M -> the hint stages shown; "checks": chNN -> exN.M (or "" for the
+// whole chapter's tests) -> what the last check found (commands_learner.cpp,
+// Note [what `workbook list` shows]).
 nlohmann::json load_state();
 void save_state(const nlohmann::json& state);
 

@@ -3,7 +3,13 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <ctime>
+#include <fstream>
+#include <iterator>
 #include <regex>
+#include <set>
 
 #include "cli.hpp"
 #include "commands.hpp"
@@ -55,34 +61,63 @@ int hint_stage(const std::string& exercise) {
   return state.value("hints", nlohmann::json::object()).value(exercise, 0);
 }
 
-// Prints the chapter's table of exercises; returns the first unfinished one.
-const Exercise* print_states(const Chapter& chapter, const ChapterCheck& check, int& unfinished) {
-  fmt::print("{}  {}\n", chapter.id, chapter.title);
-  const Exercise* first = nullptr;
+// Note: [what `workbook list` shows] Building and testing a chapter takes
+// seconds when its binary is current and minutes the first time, so
+// `workbook list` runs nothing: it shows what the last `workbook check` (or
+// `workbook list --check`) of each exercise found, and when. Each check
+// records, per exercise it decided, its state with the time of the check and
+// a fingerprint of the chapter's files then (the state file's "checks":
+// chNN -> exN.M -> {state, passed, total, time, files}; the tests that belong
+// to no exercise under ""). `list` computes the fingerprint again: where it
+// differs, the learner has edited the chapter since, and the line says
+// "changed since the check of <time>". A chapter still all skeleton is "not
+// started" without any record (`workbook dev check` proves it).
+
+// A row of a chapter's table: an exercise, or "" for the tests of the whole
+// chapter together; `entry` is what the state file keeps of it.
+struct StateRow {
+  std::string exercise;  // "ex1.2", or "" for the whole chapter together
+  std::string label;
+  nlohmann::json entry;  // {"state", "passed", "total"}
+  bool unfinished = false;
+};
+
+nlohmann::json state_entry(const std::string& state, int passed = 0, int total = 0) {
+  return {{"state", state}, {"passed", passed}, {"total", total}};
+}
+
+std::string row_label(const Exercise& e) { return fmt::format("{:<6} {}", e.id, e.title); }
+std::string together_label() { return fmt::format("{:<6} {}", "", "the whole chapter together"); }
+
+// What a row says after its dots: "failing (2/5 tests pass)", "done (3 tests)".
+std::string state_text(const StateRow& row) {
+  const std::string state = row.entry.value("state", "?");
+  const int passed = row.entry.value("passed", 0), total = row.entry.value("total", 0);
+  if (row.exercise.empty())
+    return passed == total ? fmt::format("done ({} tests)", total) : fmt::format("{}/{} tests pass", passed, total);
+  if (state == state_name(ExerciseState::Failing)) return fmt::format("{} ({}/{} tests pass)", state, passed, total);
+  if (state == state_name(ExerciseState::Done)) return fmt::format("{} ({} tests)", state, total);
+  return state;
+}
+
+// Every row of the chapter's table, from a check (or an untouched chapter).
+std::vector<StateRow> check_rows(const Chapter& chapter, const ChapterCheck& check) {
+  std::vector<StateRow> rows;
   for (const Exercise& e : chapter.exercises) {
-    std::string state = "does not compile";
+    StateRow row{e.id, row_label(e), state_entry("does not compile"), false};
     if (check.untouched) {
-      state = state_name(ExerciseState::NotStarted);
+      row.entry = state_entry(state_name(ExerciseState::NotStarted));
     } else if (check.built && check.run.ran) {
       const ExerciseTally counts = tally(check.run, e.id);
       const ExerciseState s = counts.state();
-      state = state_name(s);
-      if (s == ExerciseState::Failing) state += fmt::format(" ({}/{} tests pass)", counts.passed, counts.total);
-      if (s == ExerciseState::Done) state += fmt::format(" ({} tests)", counts.total);
-      if (s != ExerciseState::Done && s != ExerciseState::NoTests) {
-        ++unfinished;
-        if (!first) first = &e;
-      }
+      row.entry = state_entry(state_name(s), counts.passed, counts.total);
+      row.unfinished = s != ExerciseState::Done && s != ExerciseState::NoTests;
     } else if (check.built) {
-      state = "tests did not finish";
-      ++unfinished;
-      if (!first) first = &e;
+      row.entry = state_entry("tests did not finish");
+      row.unfinished = true;
     }
-    if (!check.built) {  // untouched, or it does not compile
-      ++unfinished;
-      if (!first) first = &e;
-    }
-    fmt::print("  {} {}\n", dotted(fmt::format("{:<6} {}", e.id, e.title), 60), state);
+    if (!check.built) row.unfinished = true;  // untouched, or it does not compile
+    rows.push_back(row);
   }
   // Tests that belong to no single exercise (the whole chapter on real data).
   if (check.built && check.run.ran) {
@@ -92,14 +127,145 @@ const Exercise* print_states(const Chapter& chapter, const ChapterCheck& check, 
         ++total;
         passed += r.passed;
       }
-    if (total > 0) {
-      fmt::print("  {} {}\n", dotted(fmt::format("{:<6} {}", "", "the whole chapter together"), 60),
-                 passed == total ? fmt::format("done ({} tests)", total)
-                                 : fmt::format("{}/{} tests pass", passed, total));
-      if (passed != total) ++unfinished;
-    }
+    if (total > 0)
+      rows.push_back({"", together_label(), state_entry(passed == total ? "done" : "failing", passed, total),
+                      passed != total});
+  }
+  return rows;
+}
+
+// Prints the chapter's table of exercises; returns the first unfinished one.
+const Exercise* print_states(const Chapter& chapter, const ChapterCheck& check, int& unfinished) {
+  fmt::print("{}  {}\n", chapter.id, chapter.title);
+  const Exercise* first = nullptr;
+  for (const StateRow& row : check_rows(chapter, check)) {
+    fmt::print("  {} {}\n", dotted(row.label, 60), state_text(row));
+    if (!row.unfinished) continue;
+    ++unfinished;
+    if (!first && !row.exercise.empty())
+      for (const Exercise& e : chapter.exercises)
+        if (e.id == row.exercise) first = &e;
   }
   return first;
+}
+
+// A fingerprint of the chapter's code in chapters/ (every *.cpp and *.hpp,
+// names and contents: what its build compiles), FNV-1a over them in name
+// order. Reading them takes milliseconds; an edit undone gives the same one.
+std::string chapter_fingerprint(const Chapter& chapter) {
+  const fs::path folder = source_dir() / "chapters" / chapter.folder;
+  std::vector<fs::path> code;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(folder, error)) {
+    const std::string extension = entry.path().extension().string();
+    if (entry.is_regular_file() && (extension == ".cpp" || extension == ".hpp")) code.push_back(entry.path());
+  }
+  std::sort(code.begin(), code.end());
+  uint64_t hash = 14695981039346656037ull;
+  auto add = [&hash](const char* data, size_t size) {
+    for (size_t i = 0; i < size; ++i) {
+      hash ^= static_cast<unsigned char>(data[i]);
+      hash *= 1099511628211ull;
+    }
+  };
+  for (const fs::path& file : code) {
+    const std::string name = file.filename().string();
+    add(name.c_str(), name.size() + 1);  // with its '\0': names and contents cannot run together
+    std::ifstream in(file, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    add(text.data(), text.size());
+    const std::string size = std::to_string(text.size()) + '\0';
+    add(size.data(), size.size());
+  }
+  return fmt::format("{:016x}", hash);
+}
+
+std::string local_time(int64_t seconds) {
+  const std::time_t t = static_cast<std::time_t>(seconds);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M", std::localtime(&t));
+  return text;
+}
+
+int64_t seconds_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// What one check decided, kept: the rows given (an exercise's alone for
+// `check exN.M`), merged into the chapter's record in the state file.
+void record_check(const Chapter& chapter, const std::vector<StateRow>& rows, const std::string& fingerprint,
+                  int64_t time) {
+  nlohmann::json state = load_state();
+  if (!state.contains("checks") || !state["checks"].is_object()) state["checks"] = nlohmann::json::object();
+  nlohmann::json& kept = state["checks"][chapter.id];
+  if (!kept.is_object()) kept = nlohmann::json::object();
+  for (const StateRow& row : rows) {
+    nlohmann::json entry = row.entry;
+    entry["time"] = time;
+    entry["files"] = fingerprint;
+    kept[row.exercise] = entry;
+  }
+  save_state(state);
+}
+
+// A row as the last check left it; nullopt when none was kept (or the state
+// file's entry is damaged: it is then as good as none).
+struct KeptRow {
+  StateRow row;
+  int64_t time = 0;
+  bool current = false;  // the chapter's files are those the check compiled
+};
+
+std::optional<KeptRow> kept_row(const nlohmann::json& kept, const std::string& exercise, const std::string& label,
+                                const std::string& fingerprint) {
+  if (!kept.is_object() || !kept.contains(exercise)) return std::nullopt;
+  const nlohmann::json& entry = kept.at(exercise);
+  if (!entry.is_object() || !entry.value("state", nlohmann::json()).is_string() ||
+      !entry.value("time", nlohmann::json()).is_number_integer() ||
+      !entry.value("passed", nlohmann::json()).is_number_integer() ||
+      !entry.value("total", nlohmann::json()).is_number_integer())
+    return std::nullopt;
+  KeptRow out;
+  out.row = {exercise, label, entry, false};
+  out.time = entry.at("time").get<int64_t>();
+  out.current = entry.value("files", nlohmann::json()) == fingerprint;
+  return out;
+}
+
+std::string kept_note(const KeptRow& k) {
+  return k.current ? "checked " + local_time(k.time) : "changed since the check of " + local_time(k.time);
+}
+
+// `workbook list` for a chapter the learner has edited: what its last checks
+// found, without building or running anything (Note [what `workbook list`
+// shows]). Returns false when a row is stale or was never checked.
+bool print_kept_states(const Chapter& chapter, const nlohmann::json& checks) {
+  const nlohmann::json kept = checks.is_object() ? checks.value(chapter.id, nlohmann::json()) : nlohmann::json();
+  const std::string fingerprint = chapter_fingerprint(chapter);
+  std::vector<std::pair<std::string, std::optional<KeptRow>>> rows;  // label, what was kept
+  for (const Exercise& e : chapter.exercises) rows.emplace_back(row_label(e), kept_row(kept, e.id, row_label(e), fingerprint));
+  // The whole chapter's tests are shown when a check of the whole chapter found some.
+  if (auto together = kept_row(kept, "", together_label(), fingerprint)) rows.emplace_back(together_label(), together);
+  // One note for the chapter when every row has the same; else one per row.
+  std::set<std::string> notes;
+  bool all_current = true;
+  for (const auto& [label, k] : rows) {
+    notes.insert(k ? kept_note(*k) : "");
+    all_current = all_current && k && k->current;
+  }
+  const std::string again = fmt::format("`workbook check {}`", chapter.id);
+  const bool one_note = notes.size() == 1;
+  std::string header;
+  if (one_note && notes.begin()->empty()) header = "not checked yet: " + again;
+  else if (one_note) header = *notes.begin() + (all_current ? "" : ": " + again);
+  else header = all_current ? "checked at different times" : "changed since some checks: " + again;
+  fmt::print("{}  {}  ({})\n", chapter.id, chapter.title, header);
+  for (const auto& [label, k] : rows) {
+    std::string state = k ? state_text(k->row) : "not checked yet";
+    if (k && !one_note) state += ", " + kept_note(*k);
+    fmt::print("  {} {}\n", dotted(label, 60), state);
+  }
+  return all_current;
 }
 
 // True when every file of the chapter in chapters/ is still exactly its
@@ -126,19 +292,33 @@ const Exercise* waits_for(const TestRecord& failed, const std::vector<Chapter>& 
 
 }  // namespace
 
-int cmd_list() {
+int cmd_list(bool check_first) {
   const auto chapters = load_chapters();
   // Note: a chapter the learner has not touched is neither built nor run, so
-  // that the first `workbook list` does not compile every chapter's tests.
+  // that the first `workbook list` does not compile every chapter's tests;
+  // one they have touched is shown as its last check left it, unless
+  // --check (Note [what `workbook list` shows]).
   const auto files = skeleton::scan(source_dir());
+  const nlohmann::json checks = load_state().value("checks", nlohmann::json::object());
   int unfinished = 0;
+  bool all_current = true;
   for (const Chapter& chapter : chapters) {
     ChapterCheck check;
     check.untouched = chapter_untouched(chapter, files);
-    if (!check.untouched) check = check_chapter(chapter, kQuickFilter, /*quiet=*/true);
-    print_states(chapter, check, unfinished);
+    if (check.untouched) {
+      print_states(chapter, check, unfinished);
+    } else if (check_first) {
+      const std::string fingerprint = chapter_fingerprint(chapter);
+      const int64_t time = seconds_now();
+      check = check_chapter(chapter, kQuickFilter, /*quiet=*/true);
+      print_states(chapter, check, unfinished);
+      record_check(chapter, check_rows(chapter, check), fingerprint, time);
+    } else {
+      all_current = print_kept_states(chapter, checks) && all_current;
+    }
     fmt::print("\n");
   }
+  if (!all_current) fmt::print("`workbook list --check` checks every chapter you have changed first.\n");
   fmt::print("`workbook check exN.M` shows what is wrong with an exercise; `workbook hint exN.M` helps.\n");
   return 0;
 }
@@ -154,7 +334,16 @@ int cmd_check(const std::optional<std::string>& target) {
   int unfinished = 0;
   for (const Chapter* chapter : selected) {
     const std::string filter = only ? "[" + only->id + "]" : kQuickFilter;
+    // The files as they were compiled, for `workbook list` (Note [what `workbook list` shows]).
+    const std::string fingerprint = chapter_fingerprint(*chapter);
+    const int64_t time = seconds_now();
     ChapterCheck check = check_chapter(*chapter, filter, /*quiet=*/false, /*stop_at_failure=*/only != nullptr);
+    std::vector<StateRow> rows = check_rows(*chapter, check);
+    if (only) {  // this exercise's alone: the others' tests did not run
+      rows.erase(std::remove_if(rows.begin(), rows.end(), [&](const StateRow& r) { return r.exercise != only->id; }),
+                 rows.end());
+    }
+    record_check(*chapter, rows, fingerprint, time);
     if (!check.built) {
       fmt::print("\nFix the compiler errors above in chapters/{}/, then run `workbook check` again.\n", chapter->folder);
       return 1;

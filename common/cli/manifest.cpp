@@ -181,16 +181,18 @@ BenchPart parse_bench_part(const nlohmann::json& object, const fs::path& file, c
 }
 
 TourProgram parse_tour_program(const Fields& f, const std::string& chapter_program) {
-  TourProgram run{f.get("program", chapter_program), f.get("args", Strings{}), f.get("full_args", Strings{})};
+  TourProgram run{f.get("program", chapter_program), f.get("args", Strings{}), f.get("long_args", Strings{}),
+                  f.get("full_args", Strings{})};
   if (run.program.empty()) f.fail("program", "missing, and the chapter names no program");
+  if (!f.has("long_args")) run.long_args = run.args;
   return run;
 }
 
 TourEntry parse_tour_entry(const nlohmann::json& object, const fs::path& file, const std::string& path,
                            const std::string& chapter_program) {
   const Fields f(object, file, path,
-                 {"config", "ranks", "nodes", "link", "program", "args", "full_args", "note", "bandwidth",
-                  "speed_check_args"});
+                 {"config", "ranks", "nodes", "link", "program", "args", "long_args", "full_args", "note",
+                  "bandwidth", "speed_check_args"});
   TourEntry entry;
   entry.config = f.required<std::string>("config");
   entry.ranks = f.count("ranks", 1, 1);
@@ -199,7 +201,7 @@ TourEntry parse_tour_entry(const nlohmann::json& object, const fs::path& file, c
   entry.run = parse_tour_program(f, chapter_program);
   entry.note = f.get<std::string>("note", "");
   if (f.has("bandwidth")) {
-    const Fields bandwidth(f.at("bandwidth"), file, f.where("bandwidth"), {"program", "args", "full_args"});
+    const Fields bandwidth(f.at("bandwidth"), file, f.where("bandwidth"), {"program", "args", "long_args", "full_args"});
     entry.bandwidth = parse_tour_program(bandwidth, chapter_program);
   }
   if (f.has("speed_check_args")) entry.speed_check_args = f.required<Strings>("speed_check_args");
