@@ -129,13 +129,65 @@ int cmd_dev_mutants(const std::optional<std::string>& only) {
   SkeletonsRestored restore(chapter_files);
   for (const skeleton::FileStatus& f : chapter_files) write_file(f.skeleton, read_file(f.solution));
 
+  // Note: [a file put back is not compiled again] Each chapter's student
+  // tests are built once with the reference in every file, and each file's
+  // object is kept. When a mutant's file is put back, its text and time are
+  // the reference's again, and the kept object takes the mutant's place with
+  // the mutant object's time: ninja then sees a source older than its last
+  // compile and an object no newer than the dependencies it recorded for it,
+  // so it compiles nothing. The chapter's student library is removed, so the
+  // next build archives it again from the reference object and links the
+  // tests. Without this, the first mutant of the next file recompiled the
+  // file put back beside its own (50 compiles of about 10 s in all).
+  auto target_of = [&](const Mutant* m) { return "test_" + chapter_of(m->exercise).id + "_student"; };
+  struct Kept {
+    fs::file_time_type source_time;
+    fs::path object, copy, library;  // library: the chapter's student archive, libchNN_student.a
+  };
+  std::map<fs::path, Kept> kept;  // student file -> its reference object, kept
+  {
+    std::vector<std::string> targets;
+    for (const auto& [id, queue] : by_chapter) targets.push_back(target_of(queue.front()));
+    const auto started_reference = std::chrono::steady_clock::now();
+    if (!build_targets(targets, /*quiet=*/true)) {
+      fmt::print("dev mutants: the reference does not compile in chapters/ (above)\n");
+      return 1;
+    }
+    const fs::path keep_dir = build_dir() / "dev-mutants" / "reference-objects";
+    for (const skeleton::FileStatus& f : chapter_files) {
+      const fs::path relative = fs::relative(f.skeleton, source_dir());
+      const std::string library = "ch" + relative.parent_path().filename().string().substr(0, 2) + "_student";
+      const fs::path object = build_dir() / "CMakeFiles" / (library + ".dir") / (relative.string() + ".o");
+      if (!fs::exists(object)) continue;  // a header: nothing compiled from it alone
+      const fs::path copy = keep_dir / (relative.string() + ".o");
+      fs::create_directories(copy.parent_path());
+      fs::copy_file(object, copy, fs::copy_options::overwrite_existing);
+      kept[f.skeleton] = {fs::last_write_time(f.skeleton), object, copy, build_dir() / ("lib" + library + ".a")};
+    }
+    fmt::print("the reference built in chapters/ in {:.0f} s; {} objects kept\n",
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - started_reference).count(),
+               kept.size());
+  }
+
   int accepted = 0, problems = 0;
+  double built_seconds = 0.0, tested_seconds = 0.0;  // in all: compiles and links, test runs
   fmt::print("{} mutant(s), two chapters' at a time; while they are tried, chapters/ holds the reference "
              "(interrupted? `workbook dev sync` writes the skeletons back)\n",
              mutants.size());
   std::fflush(stdout);
   auto student_file = [](const Mutant& m) { return source_dir() / "chapters" / fs::relative(m.solution, "solutions"); };
-  auto unpatch = [&](const Mutant& m) { write_file(student_file(m), read_file(source_dir() / m.solution)); };
+  auto unpatch = [&](const Mutant& m) {
+    const fs::path file = student_file(m);
+    write_file(file, read_file(source_dir() / m.solution));
+    if (const auto it = kept.find(file); it != kept.end()) {  // Note: [a file put back is not compiled again]
+      const Kept& k = it->second;
+      fs::last_write_time(file, k.source_time);
+      const fs::file_time_type object_time = fs::last_write_time(k.object);
+      fs::copy_file(k.copy, k.object, fs::copy_options::overwrite_existing);
+      fs::last_write_time(k.object, object_time);
+      fs::remove(k.library);
+    }
+  };
   for (;;) {
     // Note: [two mutants at a time] Most of a mutant's time is compiling its
     // one file, on one core (LibTorch's headers: about 10 s of templates in
@@ -165,7 +217,6 @@ int cmd_dev_mutants(const std::optional<std::string>& only) {
       }
       patched.push_back(m);
     }
-    auto target_of = [&](const Mutant* m) { return "test_" + chapter_of(m->exercise).id + "_student"; };
     const auto build_started = std::chrono::steady_clock::now();
     std::vector<std::string> targets;
     for (const Mutant* m : patched) targets.push_back(target_of(m));
@@ -176,6 +227,7 @@ int cmd_dev_mutants(const std::optional<std::string>& only) {
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
     };
     const double together_seconds = seconds_since(build_started);
+    if (built_together) built_seconds += together_seconds;
     for (const Mutant* m : patched) {
       const auto alone_started = std::chrono::steady_clock::now();
       if (!built_together && !build_targets({target_of(m)}, /*quiet=*/true)) {
@@ -185,12 +237,14 @@ int cmd_dev_mutants(const std::optional<std::string>& only) {
         continue;
       }
       const double build_seconds = built_together ? together_seconds : seconds_since(alone_started);
+      if (!built_together) built_seconds += build_seconds;
       const auto test_started = std::chrono::steady_clock::now();
       const TestRun run =
           run_chapter_tests(chapter_of(m->exercise), "student", "[" + m->exercise + "]", /*stop_at_failure=*/true);
       // Its file back to the reference at once: the next mutant of the
       // chapter may patch another file, and must be tried alone.
       unpatch(*m);
+      tested_seconds += seconds_since(test_started);
       const std::string took = fmt::format("built {:.0f} s, tested {:.0f} s", build_seconds, seconds_since(test_started));
       std::vector<std::string> refusing;
       for (const TestRecord& r : run.records)
@@ -208,8 +262,9 @@ int cmd_dev_mutants(const std::optional<std::string>& only) {
     }
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  fmt::print("dev mutants: {} tried, {} accepted, {} problem(s), {:.0f} s\n", mutants.size(), accepted, problems,
-             seconds);
+  fmt::print("dev mutants: {} tried, {} accepted, {} problem(s), {:.0f} s (building the mutants {:.0f} s, testing them "
+             "{:.0f} s)\n",
+             mutants.size(), accepted, problems, seconds, built_seconds, tested_seconds);
   return accepted == 0 && problems == 0 ? 0 : 1;
 }
 

@@ -44,11 +44,13 @@ std::vector<std::string> program_argv(const TourProgram& run, const std::vector<
 
 // `workbook tour --smoke` (CI): every row, every program and every plot, at
 // the smallest scale that still times some steps (1 epoch of 6,000 samples,
-// or 10 steps; bandwidth up to 1 MiB, one round). Its figures are not the tour's.
+// or 10 steps; evaluated on 1,000 test samples; bandwidth up to 1 MiB, one
+// round). Its figures are not the tour's.
 namespace {
 std::vector<std::string> smoke_scale(std::vector<std::string> args) {
   const std::map<std::string, std::string> smallest = {
-      {"--epochs", "1"}, {"--train-samples", "6000"}, {"--max-bytes", "1048576"}, {"--rounds", "1"}, {"--steps", "10"}};
+      {"--epochs", "1"},   {"--train-samples", "6000"}, {"--test-samples", "1000"},
+      {"--max-bytes", "1048576"}, {"--rounds", "1"}, {"--steps", "10"}};
   for (size_t i = 0; i + 1 < args.size(); ++i)
     if (const auto it = smallest.find(args[i]); it != smallest.end()) args[i + 1] = it->second;
   return args;

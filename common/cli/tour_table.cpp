@@ -1,6 +1,7 @@
 // tour_table.cpp — the tour's table: printed by `workbook tour` at its end,
 // and by `workbook report` from tour.jsonl files, from the same "tour" lines.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -26,6 +27,7 @@ void print_tour_table(const std::vector<TourTableRow>& rows) {
 
   std::vector<std::string> notes;  // footnotes, each once, marked *, **, ...
   std::string busbw_legend, link_legend;
+  std::vector<std::string> busbw_sizes;
   bool any_speedup = false;
   for (const auto& [v, file] : rows) {
     std::string mark;
@@ -44,10 +46,12 @@ void print_tour_table(const std::vector<TourTableRow>& rows) {
     std::string busbw = "-";
     if (v.value("busbw_bytes", int64_t{0}) > 0) {
       busbw = fmt::format("{:.2f}/{:.2f}", v.value("busbw_ring", 0.0), v.value("busbw_library", 0.0));
-      busbw_legend = fmt::format("busbw: at {} MiB, {}'s reference ring / the library's all-reduce ({}), measured in "
-                                 "the same run; busbw = algbw x 2(n-1)/n, as nccl-tests defines it.",
-                                 v.value("busbw_bytes", int64_t{0}) >> 20, v.value("chapter", "?"),
-                                 v.value("library", "?"));
+      // Each row's largest size: the rows on the emulated link may stop at a smaller one.
+      const std::string size = fmt::format("{} MiB", v.value("busbw_bytes", int64_t{0}) >> 20);
+      if (std::find(busbw_sizes.begin(), busbw_sizes.end(), size) == busbw_sizes.end()) busbw_sizes.push_back(size);
+      busbw_legend = fmt::format("busbw: at {} (each row's largest size), {}'s reference ring / the library's all-reduce "
+                                 "({}), measured in the same run; busbw = algbw x 2(n-1)/n, as nccl-tests defines it.",
+                                 fmt::join(busbw_sizes, " and "), v.value("chapter", "?"), v.value("library", "?"));
     } else if (!error.empty()) {
       busbw = "failed";
     }
