@@ -182,7 +182,10 @@ int cmd_report(const std::vector<std::string>& files_given, const std::optional<
   std::string subtitle = fmt::format("from {}", fmt::join(files.begin(), files.end(), ", "));
   for (const Line& line : lines)
     if (line.value.value("type", "") == "tour_header") {
-      subtitle = fmt::format("workbook tour{}, {} cores, LibTorch {}, {}", line.value.value("full", false) ? " --full" : line.value.value("smoke", false) ? " --smoke" : "",
+      // "scale" since --long came; older files say "full" or "smoke".
+      const std::string scale = line.value.value(
+          "scale", line.value.value("full", false) ? "full" : line.value.value("smoke", false) ? "smoke" : "default");
+      subtitle = fmt::format("workbook tour{}, {} cores, LibTorch {}, {}", scale == "default" ? "" : " --" + scale,
                              line.value.value("cores", 0), line.value.value("torch", "?"), line.value.value("date", "?"));
       break;
     } else if (line.value.value("type", "") == "model_header") {
