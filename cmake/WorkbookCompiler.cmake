@@ -11,15 +11,17 @@
 #   one exercise file (ch01 train_step.cpp, batches.cpp)  clang 16: 2.0, 4.0 s   GCC 12: 7.2, 9.5 s
 #   the precompiled header                                clang 16: 24 s         GCC 12: 47 s
 #   the whole build from nothing (cmake --build)          clang 16: 276 s        GCC 12: 570 s
-# So the build takes the newest Clang it finds (Debian 12: clang-16, Debian
-# 13: clang-19, both installed by ./install-packages) unless the user named a
+# Clang 19 is faster again: ch02's replicate.cpp, the reference, took 9.2 s
+# against clang 16's 10.8 s on a slower 2-core machine (2026-11-28). So the
+# build takes the newest Clang it finds (clang-19 on Debian 12 and 13, which
+# ./install-packages installs) unless the user named a
 # compiler (CXX=g++, -DCMAKE_CXX_COMPILER=g++ or a toolchain file), and falls
 # back to the default compiler, saying what that costs, where there is none.
 # Clang 16 is the oldest that compiles LibTorch 2.15's headers with libstdc++;
 # both link against the same libstdc++ (LibTorch's wheels use its C++11 ABI).
 #
 # Note: [lld] Every test and program links LibTorch's large libraries. lld
-# (Debian's lld-16, lld-19, beside clang) relinked the build's 45 programs
+# (Debian's lld-NN, beside clang-NN) relinked the build's 45 programs
 # and test binaries in 2.2 s against GNU ld's 9.3 s; it is used where the
 # compiler finds it.
 
@@ -41,7 +43,7 @@ if(NOT DEFINED CMAKE_CXX_COMPILER AND NOT DEFINED ENV{CXX} AND NOT CMAKE_TOOLCHA
   endif()
   if(NOT DEFINED CMAKE_CXX_COMPILER)
     message(STATUS "workbook: no Clang 16 or newer found: building with the default compiler, whose files "
-                   "each take 2-3 times as long (install clang-16 on Debian 12, clang-19 on Debian 13: "
+                   "each take 2-3 times as long (install clang-19 on Debian 12 or 13: "
                    "./install-packages does)")
   endif()
 endif()
