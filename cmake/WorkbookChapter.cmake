@@ -252,10 +252,7 @@ function(workbook_add_chapter folder)
     target_include_directories(${id}_${flavor} PUBLIC ${dir})
     target_link_libraries(${id}_${flavor} PUBLIC workbook_common ${uses})
     if(flavor STREQUAL "student" AND WORKBOOK_QUICK_STUDENT_CODE)
-      target_compile_options(${id}_${flavor} PRIVATE -O0)  # Note [quick code for the students' targets]
-      if(WORKBOOK_PCH)
-        target_precompile_headers(${id}_${flavor} REUSE_FROM workbook_quick_pch)
-      endif()
+      workbook_use_pch(${id}_${flavor} QUICK)  # Note [quick code for the students' targets]
     else()
       workbook_use_pch(${id}_${flavor})
     endif()
