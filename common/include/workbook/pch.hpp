@@ -12,3 +12,4 @@
 #include <optional>
 #include <string>
 #include <vector>
+#include "pch_vtables.hpp"  // Note [the header's vtables]
