@@ -187,18 +187,6 @@ function(workbook_shared_objects name folder uses)
   target_link_libraries(${name} PRIVATE workbook_common ${uses})
 endfunction()
 
-# Note: [quick code for the students' targets] CI builds the students'
-# libraries twice over: `workbook dev check` every file as its skeleton, and
-# `workbook dev mutants` about 250 files again, the reference's and each
-# mutant's. Over a third of such a file's compile time is LLVM optimising it
-# (ch02's replicate.cpp, the reference: 9.2 s at -O3, 5.9 s at -O0, clang
-# 19), and neither check asks for fast code: a skeleton's tests must fail,
-# a mutant's must refuse it. So CI configures with
-# WORKBOOK_QUICK_STUDENT_CODE=ON, which compiles the students' libraries at
-# -O0 against a precompiled header of their own (a header built at -O3 is
-# refused at -O0). Off by default, so that a learner's code is built as the
-# reference is, and `workbook bench` compares like with like.
-
 # Note: the student's build is left out of `all`. The README's first command
 # builds the reference, the tour and the CLI; a chapter's student targets are
 # built when the learner first checks or runs it (`workbook check` builds the
@@ -251,11 +239,7 @@ function(workbook_add_chapter folder)
     add_library(${id}_${flavor} STATIC ${sources})
     target_include_directories(${id}_${flavor} PUBLIC ${dir})
     target_link_libraries(${id}_${flavor} PUBLIC workbook_common ${uses})
-    if(flavor STREQUAL "student" AND WORKBOOK_QUICK_STUDENT_CODE)
-      workbook_use_pch(${id}_${flavor} QUICK)  # Note [quick code for the students' targets]
-    else()
-      workbook_use_pch(${id}_${flavor})
-    endif()
+    workbook_use_pch(${id}_${flavor})
     if(flavor STREQUAL "solution")
       workbook_unity(${id}_${flavor})
     endif()
