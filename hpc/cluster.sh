@@ -408,7 +408,7 @@ cmd_mpirun() {
   # 250 Hz). On 4 nodes at 1 Gbit/s (2 cores), Open MPI's ring all-reduce of
   # 4 bytes took 8.0 ms without it and 0.15 ms with it; of 4 MiB, 98 and 63
   # ms. So with more ranks than cores it is told, unless the caller chose.
-  if ((nodes * per_node > $(nproc))) && [ -z "${OMPI_MCA_mpi_yield_when_idle:-}" ]; then
+  if ((nodes * per_node > $(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc))) && [ -z "${OMPI_MCA_mpi_yield_when_idle:-}" ]; then
     export OMPI_MCA_mpi_yield_when_idle=1
   fi
   cmd_exec wbnode1 mpirun --host "$(IFS=,; echo "${hosts[*]}")" -n $((nodes * per_node)) "$@"

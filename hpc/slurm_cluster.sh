@@ -40,7 +40,9 @@ slurm_cluster_start() {
   local dir=$1 cluster_sh=${2:-}
   local node cpus memory_mb user nodes=1 k
   node=$(hostname -s)
-  cpus=$(nproc)
+  # GNU nproc answers OMP_NUM_THREADS when it is set (a shell's or a job's
+  # OpenMP setting): a node of 1 CPU then, where a 2-task job waits forever.
+  cpus=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
   user=$(id -un)
   local control="$node(127.0.0.1)" node_lines="NodeName=$node NodeAddr=127.0.0.1" partition_nodes=$node
   local per_node_files="SlurmdSpoolDir=$dir/spool
