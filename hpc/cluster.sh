@@ -70,7 +70,8 @@
 # settings, and the cluster's are those of a cluster that wants a dead node
 # found quickly: 5 retransmissions (about 13 s), keepalive probes after 5 s
 # idle, 1 s apart, 3 of them; Open MPI's own connections are told the same
-# (oob_tcp_keepalive_*). A job whose node is cut off ends about 10 s later.
+# (oob_tcp_keepalive_*). A job whose node is cut off ends 10 to 20 s later
+# (20 s on a 2-core EPYC, 2026-11-29: a rank ends after 4 s, mpirun later).
 #
 # Everything `up` creates is recorded in /run/workbook-cluster, and `down`
 # removes exactly that: the namespaces (and with them every interface and

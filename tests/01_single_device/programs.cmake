@@ -21,5 +21,5 @@ if(TARGET ch01_train_solution)
     workbook_expect_error(ch01_train_no_cuda "solution;ch01" 2 "no CUDA device" ${ch01} --device cuda)
   endif()
   # The result line every program ends with (ARCHITECTURE.md, Output).
-  workbook_check_result_line(ch01_train_result_line "solution;ch01" ${ch01} --epochs 2 --train-samples 400 --test-samples 1000)
+  workbook_check_result_line(ch01_train_result_line "solution;ch01" ${ch01} --epochs 2 --train-samples 400 --test-samples 200)
 endif()

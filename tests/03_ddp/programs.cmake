@@ -28,12 +28,12 @@ if(TARGET ch03_train_solution)
     workbook_expect_error(ch03_train_no_cuda "solution;ch03" 2 "no CUDA device" ${ch03} --device cuda)
   endif()
   workbook_check_result_line(ch03_train_result_line "solution;ch03;mpi" ${mpi2} ${ch03}
-                             --epochs 2 --train-samples 400 --test-samples 1000 --threads 1)
+                             --epochs 2 --train-samples 400 --test-samples 200 --threads 1)
   # A rank that dies mid-training: the job ends within seconds, and the
   # survivor says where it was.
   workbook_expect_failure_within(ch03_train_dead_rank "solution;ch03;mpi" 60 "rank 0 of 2: stopped by a signal"
     ${mpi2} sh ${CMAKE_SOURCE_DIR}/tests/support/kill_rank_after.sh 1 epoch:${CMAKE_BINARY_DIR}/ch03_dead_rank.jsonl ${ch03}
-    --epochs 50 --train-samples 2000 --test-samples 1000 --threads 1 --json ${CMAKE_BINARY_DIR}/ch03_dead_rank.jsonl)
+    --epochs 50 --train-samples 2000 --test-samples 200 --threads 1 --json ${CMAKE_BINARY_DIR}/ch03_dead_rank.jsonl)
   # The whole training set, one epoch on 2 ranks: the accuracy a correct DDP reaches.
   add_test(NAME ch03_train_accuracy
            COMMAND sh -c "\"$0\" \"$@\" --json ${CMAKE_BINARY_DIR}/ch03_accuracy.jsonl > /dev/null && /usr/bin/python3 -c \"import json, sys; r = json.loads(open(sys.argv[1]).readlines()[-1]); print('test accuracy', r['test_accuracy']); sys.exit(0 if r['test_accuracy'] >= 0.87 else 'below 0.87')\" ${CMAKE_BINARY_DIR}/ch03_accuracy.jsonl"
@@ -42,7 +42,7 @@ if(TARGET ch03_train_solution)
                        ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
   add_test(NAME ch03_train_resume_bit_identical
            COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/support/check_resume.py ${CMAKE_BINARY_DIR}/resume-test
-                   ${mpi2} ${ch03} -- --train-samples 600 --test-samples 1000 --threads 1)
+                   ${mpi2} ${ch03} -- --train-samples 600 --test-samples 200 --threads 1)
   set_tests_properties(ch03_train_resume_bit_identical PROPERTIES LABELS "solution;ch03;mpi" TIMEOUT 300
                        ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
 endif()

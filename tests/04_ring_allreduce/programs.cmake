@@ -28,9 +28,9 @@ endif()
 if(TARGET ch04_train_solution)
   set(ch04_train $<TARGET_FILE:ch04_train_solution>)
   workbook_check_result_line(ch04_train_result_line "solution;ch04;mpi" ${mpi2} ${ch04_train}
-                             --epochs 2 --train-samples 400 --test-samples 1000 --threads 1)
+                             --epochs 2 --train-samples 400 --test-samples 200 --threads 1)
   workbook_check_result_line(ch04_train_after_backward_result_line "solution;ch04;mpi" ${mpi2} ${ch04_train}
-                             --reducer after-backward --epochs 1 --train-samples 400 --test-samples 1000 --threads 1)
+                             --reducer after-backward --epochs 1 --train-samples 400 --test-samples 200 --threads 1)
   # The oracle: Chapter 3's DDP on the same data, seed and dropout masks. The
   # two differ only in the order the ring adds the gradients, and at 2 ranks a
   # sum of two numbers has one order: the weights are bit-identical. A reducer
@@ -40,8 +40,8 @@ if(TARGET ch04_train_solution)
     add_test(NAME ch04_train_matches_ch03
              COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/support/compare_results.py
                      weights_sha256:exact test_loss:0
-                     -- ${mpi2} $<TARGET_FILE:ch03_train_solution> --epochs 2 --train-samples 1000 --test-samples 1000 --threads 1
-                     -- ${mpi2} ${ch04_train} --epochs 2 --train-samples 1000 --test-samples 1000 --threads 1)
+                     -- ${mpi2} $<TARGET_FILE:ch03_train_solution> --epochs 2 --train-samples 1000 --test-samples 200 --threads 1
+                     -- ${mpi2} ${ch04_train} --epochs 2 --train-samples 1000 --test-samples 200 --threads 1)
     set_tests_properties(ch04_train_matches_ch03 PROPERTIES LABELS "solution;ch04;mpi" TIMEOUT 300
                          ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
   endif()
@@ -52,7 +52,7 @@ if(TARGET ch04_train_solution)
   set(trace ${CMAKE_BINARY_DIR}/ch04_train_trace.json)
   add_test(NAME ch04_train_trace
            COMMAND sh -c "\"$0\" \"$@\" --trace ${trace} > /dev/null && /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/support/check_trace.py ${trace} --ranks 2 --expect-overlap && \"$<TARGET_FILE:workbook>\" report ${trace} --out ${CMAKE_BINARY_DIR}/trace-report && test -s ${CMAKE_BINARY_DIR}/trace-report/timeline-ch04_train_trace.png"
-                   ${mpi2} ${ch04_train} --epochs 1 --train-samples 800 --test-samples 1000 --threads 1)
+                   ${mpi2} ${ch04_train} --epochs 1 --train-samples 800 --test-samples 200 --threads 1)
   set_tests_properties(ch04_train_trace PROPERTIES LABELS "solution;ch04;mpi" TIMEOUT 120
                        ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
   workbook_expect_error(ch04_train_trace_no_folder "solution;ch04;mpi" 2 "--trace /nonexistent/t.json: the folder /nonexistent does not exist"

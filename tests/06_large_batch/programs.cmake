@@ -29,13 +29,13 @@ if(TARGET ch06_train_solution)
   workbook_expect_error(ch06_train_warmup_past_end "solution;ch06" 2 "the decay ends at epoch 2, not after the warm-up's 3"
                         ${ch06} --method lamb --batch 64 --epochs 2 --warmup-epochs 3 --train-samples 512 --test-samples 100)
   workbook_check_result_line(ch06_train_result_line "solution;ch06;mpi" ${mpi2} ${ch06}
-                             --method lars --batch 64 --micro-batch 16 --epochs 2 --train-samples 512 --test-samples 1000 --threads 1)
+                             --method lars --batch 64 --micro-batch 16 --epochs 2 --train-samples 512 --test-samples 200 --threads 1)
   workbook_check_result_line(ch06_train_compare_result_line "solution;ch06;mpi" ${mpi2} ${ch06}
-                             --compare --batches 32,64 --methods sgd,lamb --epochs 1 --train-samples 256 --test-samples 1000 --threads 1)
+                             --compare --batches 32,64 --methods sgd,lamb --epochs 1 --train-samples 256 --test-samples 200 --threads 1)
   workbook_check_result_line(ch06_train_sweep_result_line "solution;ch06;mpi" ${mpi2} ${ch06}
-                             --sweep --batches 32,64 --methods warmup --target 0.5 --max-epochs 2 --train-samples 1024 --test-samples 500 --threads 1)
+                             --sweep --batches 32,64 --methods warmup --target 0.5 --max-epochs 2 --train-samples 512 --test-samples 250 --threads 1)
   workbook_check_result_line(ch06_train_noise_scale "solution;ch06;mpi" ${mpi2} ${ch06}
-                             --method lars --batch 64 --micro-batch 16 --epochs 1 --train-samples 512 --test-samples 1000 --threads 1
+                             --method lars --batch 64 --micro-batch 16 --epochs 1 --train-samples 512 --test-samples 200 --threads 1
                              --noise-scale --momentum-correction)
   workbook_expect_error(ch06_train_noise_scale_one_rank "solution;ch06" 2 "--noise-scale compares each rank's gradient"
                         ${ch06} --noise-scale --batch 64 --train-samples 512)
@@ -50,5 +50,5 @@ if(TARGET ch06_train_solution)
   # seconds and names the call it was waiting in.
   workbook_expect_failure_within(ch06_train_dead_rank "solution;ch06;mpi" 60 "rank 0 of 2: stopped by a signal while in"
     ${mpi2} sh ${CMAKE_SOURCE_DIR}/tests/support/kill_rank_after.sh 1 epoch:${CMAKE_BINARY_DIR}/ch06_dead_rank.jsonl ${ch06}
-    --method lamb --batch 256 --epochs 50 --train-samples 2048 --test-samples 1000 --threads 1 --json ${CMAKE_BINARY_DIR}/ch06_dead_rank.jsonl)
+    --method lamb --batch 256 --epochs 50 --train-samples 2048 --test-samples 200 --threads 1 --json ${CMAKE_BINARY_DIR}/ch06_dead_rank.jsonl)
 endif()

@@ -11,11 +11,11 @@ if(TARGET ch09_train_solution)
                         ${ch09} --master-weights)
   workbook_check_result_line(ch09_train_result_line "solution;ch09;mpi" ${mpi2} ${ch09}
                              --precision bf16 --wire bf16 --checkpoint-every 2 --blocks 4 --width 64 --epochs 1
-                             --batch 32 --train-samples 640 --test-samples 1000 --threads 1)
+                             --batch 32 --train-samples 640 --test-samples 200 --threads 1)
   workbook_check_result_line(ch09_train_fp16_master_weights "solution;ch09;mpi" ${mpi2} ${ch09}
                              --precision fp16 --master-weights --blocks 2 --width 64 --epochs 1
-                             --batch 32 --train-samples 640 --test-samples 1000 --threads 1)
+                             --batch 32 --train-samples 640 --test-samples 200 --threads 1)
   workbook_expect_failure_within(ch09_train_dead_rank "solution;ch09;mpi" 60 "rank 0 of 2: stopped by a signal while in"
     ${mpi2} sh ${CMAKE_SOURCE_DIR}/tests/support/kill_rank_after.sh 1 epoch:${CMAKE_BINARY_DIR}/ch09_dead_rank.jsonl ${ch09}
-    --wire bf16 --epochs 50 --train-samples 2000 --test-samples 1000 --threads 1 --json ${CMAKE_BINARY_DIR}/ch09_dead_rank.jsonl)
+    --wire bf16 --epochs 50 --train-samples 2000 --test-samples 200 --threads 1 --json ${CMAKE_BINARY_DIR}/ch09_dead_rank.jsonl)
 endif()

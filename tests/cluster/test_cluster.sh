@@ -71,14 +71,14 @@ fault_case() {
   # A rank's call waits at most 4 s, less than mpirun takes to find the lost
   # daemon (about 6 s, Note [a dead link is found in seconds]): the rank
   # names its call itself, rather than racing mpirun's teardown to say it.
-  local checkpoint=$work/ch03.pt train_args=(--train-samples 2000 --test-samples 1000 --threads 1 --comm-timeout 4)
+  local checkpoint=$work/ch03.pt train_args=(--train-samples 1000 --test-samples 200 --threads 1 --comm-timeout 4)
   (
     for _ in $(seq 600); do [ -f "$checkpoint" ] && break; sleep 0.1; done
     # shellcheck disable=SC2086  # the action's words
     "$cluster" $action >/dev/null
     date +%s >"$work/fault_at"
   ) &
-  timeout --kill-after=5 120 "$cluster" mpirun "$solution/ch03_train" --epochs 8 "${train_args[@]}" \
+  timeout --kill-after=5 120 "$cluster" mpirun "$solution/ch03_train" --epochs 16 "${train_args[@]}" \
     --checkpoint "$checkpoint" >"$work/fault.log" 2>&1
   status=$?
   end=$(date +%s)
@@ -206,7 +206,7 @@ case $case_name in
     ;;
   same_weights)
     "$cluster" up >/dev/null || fail "up"
-    args=(--epochs 1 --train-samples 1000 --test-samples 1000 --threads 1)
+    args=(--epochs 1 --train-samples 1000 --test-samples 200 --threads 1)
     "$cluster" mpirun "$solution/ch03_train" "${args[@]}" >"$work/nodes.log" 2>&1 || fail "on 2 nodes: $(cat "$work/nodes.log")"
     mpirun --oversubscribe -n 2 "$solution/ch03_train" "${args[@]}" >"$work/here.log" 2>&1 || fail "on one machine: $(cat "$work/here.log")"
     if [ -z "$(weights_of "$work/here.log")" ] || [ "$(weights_of "$work/nodes.log")" != "$(weights_of "$work/here.log")" ]; then
@@ -221,7 +221,7 @@ case $case_name in
     "$cluster" up >/dev/null || fail "up"
     for groups in consecutive strided; do
       "$cluster" mpirun --ranks-per-node 2 "$solution/ch08_train" --layout hybrid --tensor-ranks 2 \
-        --tensor-groups $groups --epochs 1 --train-samples 1000 --test-samples 1000 --threads 1 --json "$work/$groups.jsonl" \
+        --tensor-groups $groups --epochs 1 --train-samples 1000 --test-samples 200 --threads 1 --json "$work/$groups.jsonl" \
         >"$work/$groups.log" 2>&1 || fail "ch08_train --tensor-groups $groups on 2 nodes: $(cat "$work/$groups.log")"
     done
     /usr/bin/python3 - "$work/consecutive.jsonl" "$work/strided.jsonl" <<'PY' || fail "$(cat "$work/consecutive.log" "$work/strided.log")"
@@ -263,7 +263,7 @@ PY
     expect_line "$out" "OK on all 4 ranks" "$out" "wb-smoke-$id.err"
     ok "smoke-2nodes.sbatch: OK on all 4 ranks, on wbnode1 and wbnode2, started by srun"
     id=$(sbatch_wait "$source_dir/hpc/slurm/ch03-2nodes.sbatch" --epochs 1 \
-      --train-samples 1000 --test-samples 1000 --json "$work/jobs/ch03.jsonl") || job_failed "ch03-2nodes.sbatch" "wb-ch03-$id.out" "wb-ch03-$id.err"
+      --train-samples 1000 --test-samples 200 --json "$work/jobs/ch03.jsonl") || job_failed "ch03-2nodes.sbatch" "wb-ch03-$id.out" "wb-ch03-$id.err"
     check_training "wb-ch03-$id.out" "wb-ch03-$id.err" "$work/jobs/ch03.jsonl" 4
     ;;
   link_fault) fault_case "link wbnode2 down" 30 ;;

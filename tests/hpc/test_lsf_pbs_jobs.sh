@@ -47,7 +47,7 @@ lsf 101 "$WORKBOOK_SOURCE/hpc/lsf/smoke.lsf"
 check_smoke wb-smoke-101.out wb-smoke-101.err 2
 expect_line wb-smoke-101.out "^launch: LSF job 101: 1 node\\(s\\), 2 rank\\(s\\)" wb-smoke-101.out wb-smoke-101.err
 lsf 102 "$WORKBOOK_SOURCE/hpc/lsf/ch05.lsf" \
-  WORKBOOK_ARGS="--norm both --epochs 2 --batch 16 --train-samples 320 --test-samples 1000 --json $jobs/ch05.jsonl"
+  WORKBOOK_ARGS="--norm both --epochs 2 --batch 16 --train-samples 320 --test-samples 200 --json $jobs/ch05.jsonl"
 check_training wb-ch05-102.out wb-ch05-102.err "$jobs/ch05.jsonl" 2
 
 pbs 201 "$WORKBOOK_SOURCE/hpc/pbs/smoke.pbs"
@@ -57,7 +57,7 @@ pbs 202 "$WORKBOOK_SOURCE/hpc/pbs/ch04.pbs" WORKBOOK_ARGS="--max-bytes 1048576 -
 expect_line wb-ch04.o202 "^ +1048576 +262144 +float " wb-ch04.o202 wb-ch04.e202
 echo "ok: ch04's bandwidth table on 2 ranks (wb-ch04.o202)"
 pbs 203 "$WORKBOOK_SOURCE/hpc/pbs/ch06.pbs" \
-  WORKBOOK_ARGS="--method lars --batch 64 --micro-batch 16 --epochs 2 --train-samples 512 --test-samples 1000 --json $jobs/ch06.jsonl"
+  WORKBOOK_ARGS="--method lars --batch 64 --micro-batch 16 --epochs 2 --train-samples 512 --test-samples 200 --json $jobs/ch06.jsonl"
 check_training wb-ch06.o203 wb-ch06.e203 "$jobs/ch06.jsonl" 2
 
 # No scheduler at all: launch.sh on a workstation, WORKBOOK_RANKS ranks.

@@ -68,7 +68,7 @@ expect_line "wb-smoke-$id.out" "^launch: starts the ranks with mpirun \\(srun --
 expect_line "wb-smoke-$id.out" "started by mpirun \\(OMPI_COMM_WORLD_\\*\\)" "wb-smoke-$id.out" "wb-smoke-$id.err"
 
 # 3. A chapter's training job, shortened by its arguments.
-id=$(submit "$WORKBOOK_SOURCE/hpc/slurm/ch03.sbatch" --epochs 1 --train-samples 2000 --test-samples 1000 --json "$PWD/ch03.jsonl")
+id=$(submit "$WORKBOOK_SOURCE/hpc/slurm/ch03.sbatch" --epochs 1 --train-samples 2000 --test-samples 200 --json "$PWD/ch03.jsonl")
 check_training "wb-ch03-$id.out" "wb-ch03-$id.err" "$PWD/ch03.jsonl" 2
 
 # 4. The 2-node scripts, run by bash with the variables SLURM would set on
