@@ -32,8 +32,9 @@ function(workbook_add_tests target labels test_dir)
   # threads on 2 cores, and OpenMP's and MPI's waiting threads spin. These
   # tests check results, which do not depend on the thread count, so each
   # process of theirs runs one intra-op thread (a test that wants more sets it
-  # itself). Measured on a 2-core EPYC: the suite's tests took 504 s in all
-  # with it against 641 s without (the SLURM ones left out). The slow, timing
+  # itself). Measured on a 2-core EPYC (the -O0 build, 2026-11-29): the
+  # suite's tests took 504 s in all with it against 641 s without (the SLURM
+  # ones left out), and the suite 295 s against 386 s at -O3. The slow, timing
   # and gpu tests keep LibTorch's default: what they measure depends on it.
   set(suite_env "${env};OMP_NUM_THREADS=1")
   set(skip "~[.]~[slow]~[timing]~[gpu]")  # [.]: hidden tests run only by name
