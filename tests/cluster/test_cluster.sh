@@ -71,14 +71,14 @@ fault_case() {
   # A rank's call waits at most 4 s, less than mpirun takes to find the lost
   # daemon (about 6 s, Note [a dead link is found in seconds]): the rank
   # names its call itself, rather than racing mpirun's teardown to say it.
-  local checkpoint=$work/ch03.pt train_args=(--train-samples 1000 --test-samples 200 --threads 1 --comm-timeout 4)
+  local checkpoint=$work/ch03.pt train_args=(--train-samples 2000 --test-samples 1000 --threads 1 --comm-timeout 4)
   (
     for _ in $(seq 600); do [ -f "$checkpoint" ] && break; sleep 0.1; done
     # shellcheck disable=SC2086  # the action's words
     "$cluster" $action >/dev/null
     date +%s >"$work/fault_at"
   ) &
-  timeout --kill-after=5 120 "$cluster" mpirun "$solution/ch03_train" --epochs 16 "${train_args[@]}" \
+  timeout --kill-after=5 120 "$cluster" mpirun "$solution/ch03_train" --epochs 8 "${train_args[@]}" \
     --checkpoint "$checkpoint" >"$work/fault.log" 2>&1
   status=$?
   end=$(date +%s)
