@@ -7,12 +7,14 @@
 // chapters concerned are made the reference: every file there with solution
 // regions gets its solution's text. Then, for each mutant: its file is patched, the chapter's
 // student tests are rebuilt (one file recompiles) and the exercise's tests
-// run, at each of the chapter's rank counts until one refuses it; then the
+// run (not its [timing] ones), at each of the chapter's rank counts until one refuses it; then the
 // file is the reference again, so that each mutant is tried alone. A mutant
 // that compiles and passes them all is ACCEPTED: the tests miss the very
 // mistake it makes. The skeletons are written back on every way out
 // of the command, and it refuses to start while any of them holds a learner's
 // work: it is meant for a clean checkout (CI, a maintainer's clone).
+#include <stdlib.h>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -20,9 +22,11 @@
 #include <chrono>
 #include <cstdio>
 #include <deque>
+#include <exception>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "cli.hpp"
 #include "commands.hpp"
@@ -90,6 +94,8 @@ class SkeletonsRestored {
 
 int cmd_dev_mutants(const std::optional<std::string>& only) {
   const auto started = std::chrono::steady_clock::now();
+  // The test programs started below inherit it: Note [two mutants tested at once].
+  setenv("OMP_NUM_THREADS", "1", /*overwrite=*/1);
   std::vector<Mutant> mutants;
   for (const auto& entry : fs::directory_iterator(source_dir() / "tests" / "mutants"))
     if (entry.path().extension() == ".patch") mutants.push_back(read_mutant(entry.path()));
@@ -192,7 +198,8 @@ int cmd_dev_mutants(const std::optional<std::string>& only) {
     // Note: [two mutants at a time] Most of a mutant's time is compiling its
     // one file, on one core (LibTorch's headers: about 10 s of templates in
     // any file). Two mutants of two chapters patch two libraries, so one
-    // build compiles both, a core each; then each is tested alone.
+    // build compiles both, a core each; then both are tested together
+    // (Note [two mutants tested at once]).
     std::vector<std::deque<const Mutant*>*> fullest;
     for (auto& [id, queue] : by_chapter)
       if (!queue.empty()) fullest.push_back(&queue);
@@ -226,26 +233,61 @@ int cmd_dev_mutants(const std::optional<std::string>& only) {
     auto seconds_since = [](std::chrono::steady_clock::time_point t) {
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
     };
-    const double together_seconds = seconds_since(build_started);
-    if (built_together) built_seconds += together_seconds;
-    for (const Mutant* m : patched) {
-      const auto alone_started = std::chrono::steady_clock::now();
-      if (!built_together && !build_targets({target_of(m)}, /*quiet=*/true)) {
-        fmt::print("  FAIL     {}: does not compile (a mutant must be a program a student could run)\n", m->name);
-        unpatch(*m);
-        ++problems;
-        continue;
+    std::vector<const Mutant*> built;
+    std::vector<double> build_seconds;
+    if (built_together) {
+      built = patched;
+      build_seconds.assign(patched.size(), seconds_since(build_started));
+      built_seconds += build_seconds.front();
+    } else {
+      for (const Mutant* m : patched) {
+        const auto alone_started = std::chrono::steady_clock::now();
+        if (!build_targets({target_of(m)}, /*quiet=*/true)) {
+          fmt::print("  FAIL     {}: does not compile (a mutant must be a program a student could run)\n", m->name);
+          unpatch(*m);
+          ++problems;
+          continue;
+        }
+        built.push_back(m);
+        build_seconds.push_back(seconds_since(alone_started));
+        built_seconds += build_seconds.back();
       }
-      const double build_seconds = built_together ? together_seconds : seconds_since(alone_started);
-      if (!built_together) built_seconds += build_seconds;
-      const auto test_started = std::chrono::steady_clock::now();
-      const TestRun run =
-          run_chapter_tests(chapter_of(m->exercise), "student", "[" + m->exercise + "]", /*stop_at_failure=*/true);
+    }
+
+    // Note: [two mutants tested at once] The two built mutants are tested at
+    // the same time, each by its own chapter's test program: one test run
+    // mostly waits (a program's start, MPI's), and the two together kept
+    // both cores busy. Their tests run with OMP_NUM_THREADS=1, as the suite's
+    // do (Note [one thread per test process]), and without the [timing] tests:
+    // those compare two speeds, which two runs at once would disturb, and
+    // none of them is what refuses a kept mutant.
+    const auto test_started = std::chrono::steady_clock::now();
+    std::vector<TestRun> runs(built.size());
+    std::vector<double> test_seconds(built.size());
+    std::vector<std::exception_ptr> errors(built.size());
+    auto test = [&](size_t i) {
+      const auto started_one = std::chrono::steady_clock::now();
+      try {
+        runs[i] = run_chapter_tests(chapter_of(built[i]->exercise), "student", "[" + built[i]->exercise + "]~[timing]",
+                                    /*stop_at_failure=*/true);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+      test_seconds[i] = seconds_since(started_one);
+    };
+    std::vector<std::thread> others;
+    for (size_t i = 1; i < built.size(); ++i) others.emplace_back(test, i);
+    if (!built.empty()) test(0);
+    for (std::thread& t : others) t.join();
+    tested_seconds += seconds_since(test_started);
+    for (size_t i = 0; i < built.size(); ++i) {
+      const Mutant* m = built[i];
       // Its file back to the reference at once: the next mutant of the
       // chapter may patch another file, and must be tried alone.
       unpatch(*m);
-      tested_seconds += seconds_since(test_started);
-      const std::string took = fmt::format("built {:.0f} s, tested {:.0f} s", build_seconds, seconds_since(test_started));
+      if (errors[i]) std::rethrow_exception(errors[i]);
+      const TestRun& run = runs[i];
+      const std::string took = fmt::format("built {:.0f} s, tested {:.0f} s", build_seconds[i], test_seconds[i]);
       std::vector<std::string> refusing;
       for (const TestRecord& r : run.records)
         if (!r.passed) refusing.push_back(r.name);

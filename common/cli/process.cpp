@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -26,6 +27,31 @@ namespace {
 // SIGTERM and SIGHUP, pass them on to its group, and then die of the same signal.
 volatile sig_atomic_t g_signal = 0;
 void remember_signal(int signal_number) { g_signal = signal_number; }
+
+// Two children may be waited on at once, from two threads (`dev mutants`
+// tests two mutants together): the first wait installs the handlers, the last
+// puts back what was there and, if a signal came, dies of it.
+constexpr int kForwarded[3] = {SIGINT, SIGTERM, SIGHUP};
+std::mutex g_forwarding_mutex;
+int g_forwarding = 0;
+struct sigaction g_previous[3];
+
+void start_forwarding() {
+  std::lock_guard<std::mutex> lock(g_forwarding_mutex);
+  if (g_forwarding++ > 0) return;
+  g_signal = 0;
+  struct sigaction forward {};
+  forward.sa_handler = remember_signal;
+  sigemptyset(&forward.sa_mask);
+  for (int i = 0; i < 3; ++i) sigaction(kForwarded[i], &forward, &g_previous[i]);
+}
+
+void stop_forwarding() {
+  std::lock_guard<std::mutex> lock(g_forwarding_mutex);
+  if (--g_forwarding > 0) return;
+  for (int i = 0; i < 3; ++i) sigaction(kForwarded[i], &g_previous[i], nullptr);
+  if (g_signal != 0) raise(g_signal);  // die as the user asked, after the children
+}
 
 // Reads what is left in the pipe for at most `seconds`.
 void drain(int fd, std::string& output, double seconds) {
@@ -67,14 +93,9 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     _exit(127);
   }
   const bool own_group = options.timeout_s > 0;
-  struct sigaction forward {}, previous[3];
-  const int forwarded[3] = {SIGINT, SIGTERM, SIGHUP};
   if (own_group) {
     setpgid(pid, pid);
-    g_signal = 0;
-    forward.sa_handler = remember_signal;
-    sigemptyset(&forward.sa_mask);
-    for (int i = 0; i < 3; ++i) sigaction(forwarded[i], &forward, &previous[i]);
+    start_forwarding();
   }
 
   ProcessResult result;
@@ -114,10 +135,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     }
   }
   if (options.capture) close(pipe_fds[0]);
-  if (own_group) {
-    for (int i = 0; i < 3; ++i) sigaction(forwarded[i], &previous[i], nullptr);
-    if (g_signal != 0) raise(g_signal);  // die as the user asked, after the child
-  }
+  if (own_group) stop_forwarding();
   if (result.timed_out) result.exit_code = 124;
   else if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   else if (WIFSIGNALED(status)) result.exit_code = 128 + WTERMSIG(status);

@@ -2,12 +2,27 @@
 // behind one include. Every test file includes this, never Catch2's own header;
 // what differs between the two versions is here and nowhere else.
 //
-// CMake defines WORKBOOK_CATCH2_MAJOR (2 or 3). In Catch2 2, a file that
-// defines CATCH_CONFIG_RUNNER before this include holds the runner; in
-// Catch2 3 the runner is any file with a main() (the define is ignored).
+// CMake defines WORKBOOK_CATCH2_MAJOR (2 or 3). The two runners (catch_main.cpp,
+// mpi_main.cpp) define CATCH_CONFIG_EXTERNAL_INTERFACES before this include:
+// Catch2 2 declares a listener's types only then (Catch2 3 always does).
+//
+// Note: [Catch2 compiled once] Catch2 2 is one header whose implementation
+// is compiled in the file that defines CATCH_CONFIG_RUNNER, and only there
+// is its Session declared. Each runner once defined it, so the build compiled
+// Catch2 twice, at -O3: 64 s and 40 s of a 442 s build (2-core EPYC,
+// 2026-11-29). Now catch2_session.cpp alone holds the implementation, at -O0
+// (a runner's speed is not what a test measures), and the runners start a
+// session through run_session() below.
 #pragma once
 #include <string>
 #include <vector>
+
+namespace catch2_compat {
+// Runs Catch2 on the command line, as Catch::Session does; a filter that
+// selects nothing is no failure. The default reporter writes to report_file
+// ("": standard output). Returns Catch2's exit status.
+int run_session(int argc, char** argv, const std::string& report_file = "");
+}  // namespace catch2_compat
 
 #if WORKBOOK_CATCH2_MAJOR >= 3
 #include <catch2/catch_all.hpp>
@@ -29,12 +44,6 @@ inline std::vector<std::string> tags(const Catch::TestCaseInfo& info) {
   for (const Catch::Tag& tag : info.tags) names.emplace_back(tag.original.data(), tag.original.size());
   return names;
 }
-// Where the default reporter writes, set after the command line is applied.
-inline void set_report_file(Catch::Session& session, const std::string& path) {
-  session.configData().defaultOutputFilename = path;
-}
-// A filter that selects nothing (a chapter without [np3] tests, say) is no failure, as in Catch2 2.
-inline void allow_no_tests(Catch::Session& session) { session.configData().allowZeroTests = true; }
 }  // namespace catch2_compat
 
 #else
@@ -50,7 +59,7 @@ inline StdString::ContainsMatcher ContainsSubstring(const std::string& text,
 
 namespace catch2_compat {
 inline std::vector<std::string> tags(const Catch::TestCaseInfo& info) { return info.tags; }
-#ifdef CATCH_CONFIG_RUNNER  // Catch2 2 declares its runner's types in the runner's file only
+#ifdef CATCH_CONFIG_EXTERNAL_INTERFACES  // Catch2 2 declares a listener's types only then
 using ListenerConfig = const Catch::ReporterConfig&;
 class ListenerBase : public Catch::TestEventListenerBase {  // the same as Catch2 3's above
  public:
@@ -61,10 +70,6 @@ class ListenerBase : public Catch::TestEventListenerBase {  // the same as Catch
     return true;
   }
 };
-inline void set_report_file(Catch::Session& session, const std::string& path) {
-  session.configData().outputFilename = path;
-}
-inline void allow_no_tests(Catch::Session&) {}
 #endif
 }  // namespace catch2_compat
 #endif

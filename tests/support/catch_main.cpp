@@ -5,7 +5,7 @@
 // failed assertion (file, line, expression with values, message). The
 // `workbook` CLI reads it to tell a learner which exercise is not started,
 // failing or done, and to show the first failure.
-#define CATCH_CONFIG_RUNNER
+#define CATCH_CONFIG_EXTERNAL_INTERFACES  // a listener's types (catch2_compat.hpp)
 #include "catch2_compat.hpp"
 
 #include <cstdlib>
@@ -54,8 +54,5 @@ int main(int argc, char** argv) {
   // LibTorch may start with one intra-op thread: use the cores we may run on.
   workbook::tune_cpu_allocator();
   workbook::set_threads(workbook::available_cores());
-  Catch::Session session;
-  if (const int parse = session.applyCommandLine(argc, argv); parse != 0) return parse;
-  catch2_compat::allow_no_tests(session);
-  return session.run();
+  return catch2_compat::run_session(argc, argv);
 }

@@ -22,7 +22,7 @@
 //   seconds, with that check's words (Note [A failed check is heard by every rank]).
 // The runner's own messages travel on MPI communicators of their own, so they
 // never match a test's collectives, even when ranks leave a test at different points.
-#define CATCH_CONFIG_RUNNER
+#define CATCH_CONFIG_EXTERNAL_INTERFACES  // a listener's types (catch2_compat.hpp)
 #include "catch2_compat.hpp"
 #include <mpi.h>
 
@@ -426,11 +426,8 @@ int main(int argc, char** argv) {
   workbook::tune_cpu_allocator();
   workbook::set_threads(workbook::default_threads_per_rank(g_env));
 
-  Catch::Session session;
-  if (const int parse = session.applyCommandLine(argc, argv); parse != 0) return parse;
-  catch2_compat::allow_no_tests(session);
-  if (g_env.rank != 0) catch2_compat::set_report_file(session, "/dev/null");  // failures: printed by the listener
-  const int failed = session.run();
+  // Rank 0 prints Catch2's report; the others' failures are printed by the listener.
+  const int failed = catch2_compat::run_session(argc, argv, g_env.rank == 0 ? "" : "/dev/null");
 
   // Every rank exits non-zero when any rank failed.
   int mine = failed > 0 ? 1 : 0, any = 0;
