@@ -24,11 +24,12 @@
 #
 # Note: [fmt compiled once] Header-only, every file that formats defines and
 # optimises fmt's whole formatting engine (dragonbox, the float writers, the
-# format-string parser) anew: at -O3 that was 4.0 of a program main's 9.3 s in
-# the compiler's back end, in 54 of the build's 87 objects (clang 19, 2-core
-# EPYC, 2026-11-29). So fmt's compiled part is built once, from LibTorch's own
-# fmt headers, in cmake/fmt_compiled.cpp, as the library build of fmt does;
-# every file declares it, as with a linked libfmt.
+# format-string parser) anew. At -O3, ch03's main_train.cpp (compiled without
+# the precompiled header) spent 9.3 s in the compiler's back end header-only
+# and 5.3 s without, and 54 of the build's 87 objects held that engine; now 2
+# do (clang 19, 2-core EPYC, 2026-11-29). So fmt's compiled part is built once,
+# from LibTorch's own fmt headers, in cmake/fmt_compiled.cpp, as the library
+# build of fmt does; every file declares it, as with a linked libfmt.
 #
 # Sets: Torch_VERSION, WORKBOOK_TORCH_IS_CUDA, WORKBOOK_PYTHON (the Python whose
 # torch the baselines run), and the target workbook_fmt_for_torch.
