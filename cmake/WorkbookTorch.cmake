@@ -127,7 +127,21 @@ endif()
 
 # Note [fmt inside LibTorch], above.
 add_library(workbook_fmt_for_torch INTERFACE)
-if(EXISTS "${TORCH_INSTALL_PREFIX}/include/fmt/format.h")
+# A LibTorch installed in the system's prefix (Debian 13's, in /usr) finds the
+# system's own fmt in its include folder: that one is linked as it is.
+get_filename_component(workbook_torch_include "${TORCH_INSTALL_PREFIX}/include" REALPATH)
+get_target_property(workbook_system_fmt_include fmt::fmt INTERFACE_INCLUDE_DIRECTORIES)
+set(workbook_torch_has_own_fmt FALSE)
+if(EXISTS "${workbook_torch_include}/fmt/format.h")
+  set(workbook_torch_has_own_fmt TRUE)
+  foreach(dir IN LISTS workbook_system_fmt_include)
+    get_filename_component(dir "${dir}" REALPATH)
+    if(dir STREQUAL workbook_torch_include)
+      set(workbook_torch_has_own_fmt FALSE)
+    endif()
+  endforeach()
+endif()
+if(workbook_torch_has_own_fmt)
   # Note [fmt compiled once], above.
   add_library(workbook_fmt_compiled STATIC ${CMAKE_SOURCE_DIR}/cmake/fmt_compiled.cpp)
   target_include_directories(workbook_fmt_compiled SYSTEM PUBLIC "${TORCH_INSTALL_PREFIX}/include")
