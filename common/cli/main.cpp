@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
   auto* long_flag = tour->add_flag("--long", tour_long,
                                    "the sizes the tour had until 2026-11-28 (about 7.5 minutes on 2 cores, not 3)");
   auto* smoke_flag = tour->add_flag(
-      "--smoke", tour_smoke, "every row at the smallest scale (1 epoch, 6,000 samples): that it all runs, not its figures (CI)");
+      "--smoke", tour_smoke, "every row at the smallest scale (1 epoch, 2,000 samples): that it all runs, not its figures (CI)");
   full_flag->excludes(long_flag)->excludes(smoke_flag);
   long_flag->excludes(smoke_flag);
   tour->add_option("--json", tour_json, "JSON lines file (default build/<preset>/tour/tour.jsonl)");
