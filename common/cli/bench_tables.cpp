@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "bench.hpp"
 #include "table.hpp"
@@ -38,28 +39,40 @@ void print_footer(const BenchPart& part, const std::vector<Impl>& impls) {
 // ---- training and scaling parts: whole training runs, by samples/s --------------
 
 // The medians of an implementation's successful runs (runs == 0: none succeeded).
+// A run's quality: its test accuracy, or (a language model's) its held-out
+// loss when it reports one and no accuracy.
 struct RunMedians {
   size_t runs = 0;
-  double samples_per_s = 0, epoch_s = 0, test_accuracy = 0, peak_mem_bytes = 0;
+  double samples_per_s = 0, epoch_s = 0, quality = 0, peak_mem_bytes = 0;
+  bool quality_is_loss = false;
+  std::optional<int64_t> parameters;  // the model's size, when its runs say
 };
 
 RunMedians medians_of(const Impl& impl) {
-  std::vector<double> rate, epoch, accuracy, memory;
+  std::vector<double> rate, epoch, quality, memory;
+  RunMedians m;
   for (const RunOutcome& o : impl.runs) {
     if (!o.ok) continue;
     rate.push_back(o.result.value("samples_per_s", 0.0));
     epoch.push_back(o.result.value("epoch_s", 0.0));
-    accuracy.push_back(o.result.value("test_accuracy", 0.0));
+    m.quality_is_loss = !o.result.contains("test_accuracy") && o.result.contains("test_loss");
+    quality.push_back(o.result.value(m.quality_is_loss ? "test_loss" : "test_accuracy", 0.0));
     memory.push_back(o.result.value("peak_mem_bytes", 0.0));
+    // ch11_train keeps it under "details" (RunResult), a baseline script at the top.
+    const nlohmann::json& details = o.result.contains("details") ? o.result["details"] : o.result;
+    if (details.contains("parameters")) m.parameters = details["parameters"].get<int64_t>();
+    else if (o.result.contains("parameters")) m.parameters = o.result["parameters"].get<int64_t>();
   }
-  return {rate.size(), median(rate), median(epoch), median(accuracy), median(memory)};
+  m.runs = rate.size();
+  m.samples_per_s = median(rate), m.epoch_s = median(epoch), m.quality = median(quality), m.peak_mem_bytes = median(memory);
+  return m;
 }
 
 // The columns of both: the implementation, a scaling part's configuration, then the medians.
-std::vector<Column> training_columns(int impl_width, bool with_config) {
+std::vector<Column> training_columns(int impl_width, bool with_config, bool quality_is_loss = false) {
   std::vector<Column> columns = {{{"impl"}, impl_width, /*left=*/true}};
   if (with_config) columns.push_back({{"config"}, 6});
-  columns.insert(columns.end(), {{{"samples/s"}, 11}, {{"epoch_s"}, 9}, {{"test_acc"}, 9}, {{"peak_mem"}, 12},
+  columns.insert(columns.end(), {{{"samples/s"}, 11}, {{"epoch_s"}, 9}, {{quality_is_loss ? "val_loss" : "test_acc"}, 9}, {{"peak_mem"}, 12},
                                  {{"vs_reference"}, 13}});
   return columns;
 }
@@ -69,7 +82,7 @@ void print_training_row(const std::vector<Column>& columns, std::vector<std::str
                         const RunMedians& m, double ratio) {
   if (m.runs == 0) return print_row(columns, cells, " " + short_error(impl));
   cells.insert(cells.end(), {fmt::format("{:.1f}", m.samples_per_s), fmt::format("{:.2f}", m.epoch_s),
-                             fmt::format("{:.4f}", m.test_accuracy), format_mib(m.peak_mem_bytes),
+                             fmt::format("{:.4f}", m.quality), format_mib(m.peak_mem_bytes),
                              fmt::format("{:.2f}x", ratio)});
   print_row(columns, cells);
 }
@@ -77,21 +90,27 @@ void print_training_row(const std::vector<Column>& columns, std::vector<std::str
 nlohmann::json training_line(const Chapter& chapter, const Impl& impl, const RunMedians& m, double ratio) {
   return {{"type", "bench"},         {"chapter", chapter.id},          {"impl", impl.name},
           {"runs", m.runs},          {"samples_per_s", m.samples_per_s}, {"epoch_s", m.epoch_s},
-          {"test_accuracy", m.test_accuracy}, {"peak_mem_bytes", m.peak_mem_bytes}, {"vs_reference", ratio}};
+          {m.quality_is_loss ? "test_loss" : "test_accuracy", m.quality}, {"peak_mem_bytes", m.peak_mem_bytes},
+          {"vs_reference", ratio}};
 }
 
 }  // namespace
 
 int print_training_table(const Chapter& chapter, const BenchPart& part, const std::vector<Impl>& impls, int ranks,
                          int threads, JsonFile& json) {
-  const double reference_rate = medians_of(impls[1]).samples_per_s;
-  const std::vector<Column> columns = training_columns(16, /*with_config=*/false);
+  const RunMedians reference = medians_of(impls[1]);
+  const double reference_rate = reference.samples_per_s;
+  const std::vector<Column> columns = training_columns(16, /*with_config=*/false, reference.quality_is_loss);
   fmt::print("\n");
   print_heading(columns);
   for (const Impl& impl : impls) {
     const RunMedians m = medians_of(impl);
     const double ratio = reference_rate > 0 ? m.samples_per_s / reference_rate : 0.0;
     print_training_row(columns, {impl.name}, impl, m, ratio);
+    // A baseline of another size does other work: its ratio says nothing.
+    if (m.parameters && reference.parameters && *m.parameters != *reference.parameters)
+      fmt::print("  ^ {}: a model of {} parameters, the reference's has {}: not the same work\n", impl.name,
+                 *m.parameters, *reference.parameters);
     if (m.runs > 0) {
       nlohmann::json line = training_line(chapter, impl, m, ratio);
       line.update({{"ranks", ranks}, {"threads", threads}});

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include <unistd.h>
 
@@ -99,6 +100,29 @@ TEST_CASE("the GPT is causal: no position's logits depend on a later byte", "[gp
   INFO("positions 0-8 unchanged, position 9 on changed");
   REQUIRE(torch::equal(before.index({Slice(), Slice(0, 9)}), after.index({Slice(), Slice(0, 9)})));
   REQUIRE_FALSE(torch::allclose(before.index({Slice(), 9}), after.index({Slice(), 9})));
+}
+
+TEST_CASE("causal attention: the fused float32 path computes the unfused one, forward and backward", "[gpt]") {
+  // The oracles run in float64, on the unfused path; this holds the fast one to it.
+  torch::manual_seed(3);
+  for (const int64_t positions : {1, 5, 16, 128, 131}) {
+    auto inputs = [&] { return torch::randn({2, 3, positions, 8}, torch::kFloat64); };
+    const torch::Tensor q64 = inputs(), k64 = inputs(), v64 = inputs(), upstream = inputs();
+    std::vector<torch::Tensor> outputs, gradients;
+    for (const bool fused : {true, false}) {
+      torch::Tensor q = q64.to(torch::kFloat32).requires_grad_(true), k = k64.to(torch::kFloat32).requires_grad_(true),
+                    v = v64.to(torch::kFloat32).requires_grad_(true);
+      const torch::Tensor out = fused ? workbook::causal_attention(q, k, v) : workbook::masked_causal_attention(q, k, v);
+      out.backward(upstream.to(torch::kFloat32));
+      outputs.push_back(out.detach());
+      gradients.push_back(torch::cat({q.grad().flatten(), k.grad().flatten(), v.grad().flatten()}));
+    }
+    INFO(positions << " positions: largest difference, outputs "
+                   << (outputs[0] - outputs[1]).abs().max().item<double>() << ", gradients "
+                   << (gradients[0] - gradients[1]).abs().max().item<double>());
+    REQUIRE(torch::allclose(outputs[0], outputs[1], 1e-5, 1e-5));
+    REQUIRE(torch::allclose(gradients[0], gradients[1], 1e-4, 1e-5));
+  }
 }
 
 TEST_CASE("the GPT ties its output layer to its token embedding", "[gpt]") {

@@ -42,7 +42,11 @@ TORCH_MODULE(CausalSelfAttention);
 // Given q, k, v of [N, heads, T, head_size]: the heads' causal attention
 // outputs, [N, heads, T, head_size], the softmax in float32 whatever the
 // inputs' dtype. Shared, so that a split model computes what this one does.
+// float32 and 16-bit inputs take a fused kernel; float64 (the tests'
+// oracles) the unfused path below (Note [fused attention, float64 unfused]).
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
+// The same, unfused: the [T, T] scores, the causal mask, softmax, then · v.
+torch::Tensor masked_causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
 
 class GptBlockImpl : public torch::nn::Module {
  public:
