@@ -18,6 +18,7 @@
 #include "step.hpp"
 #include "workbook/errors.hpp"
 #include "workbook/models.hpp"  // count_parameters
+#include "workbook/op_profile.hpp"
 #include "workbook/program.hpp"
 #include "workbook/statistics.hpp"
 #include "workbook/text_corpus.hpp"
@@ -44,6 +45,7 @@ int train(workbook::Program& program) {
   workbook::GptOptions model;
   ch11::StepOptions step_options;
   int64_t steps = 200, sample = 200, report_every = 25;
+  std::string profile_file;
   program.flags().batch = 16;
   program.flags().lr = 3e-3;
   CLI::App& cli = program.cli();
@@ -61,6 +63,8 @@ int train(workbook::Program& program) {
   cli.add_flag("--recompute", step_options.recompute, "each block's activations recomputed in backward");
   cli.add_option("--sample", sample, "bytes of text to generate at the end (0: none)")->check(CLI::NonNegativeNumber);
   cli.add_option("--report-every", report_every, "steps between loss lines")->check(CLI::PositiveNumber);
+  cli.add_option("--profile", profile_file,
+                 "rank 0's timed steps, operation by operation, into this file (workbook/op_profile.hpp)");
   const workbook::TrainFlags& flags = program.parse();
   step_options.learning_rate = flags.lr;
 
@@ -100,9 +104,11 @@ int train(workbook::Program& program) {
   torch::Generator windows = at::make_generator<at::CPUGeneratorImpl>(flags.seed + 1);
   const int64_t rows = flags.batch / shape.data, first = mesh.here.data * rows;
   std::vector<double> step_s;
+  std::optional<workbook::OpProfile> profile;
   double loss = 0.0;
   const double training_started = workbook::now_seconds();
   for (int64_t step = 1; step <= steps; ++step) {
+    if (step == kWarmupSteps + 1 && !profile_file.empty() && world.rank() == 0) profile.emplace();
     const workbook::TextBatch batch = workbook::sample_windows(corpus.train, flags.batch, model.context, windows);
     const double started = workbook::now_seconds();
     loss = trainer.step(batch.inputs.narrow(0, first, rows), batch.targets.narrow(0, first, rows));
@@ -112,6 +118,8 @@ int train(workbook::Program& program) {
   }
 
   const double training_s = workbook::now_seconds() - training_started;
+  const auto timed_steps = static_cast<int64_t>(step_s.size());
+  if (profile) profile->write(profile_file, "reference", timed_steps, workbook::mean(step_s) * timed_steps);
   // One pass of --steps batches is the run's one "epoch" (the tour's time_s).
   program.json().write({{"type", "epoch"}, {"epoch", 1}, {"train_loss", loss}, {"epoch_s", training_s}});
   torch::Generator held_out = at::make_generator<at::CPUGeneratorImpl>(flags.seed + 2);

@@ -138,6 +138,32 @@ def rendezvous():
     return f"file:///tmp/workbook-ddp-{os.getuid()}-{job}"
 
 
+def variant_of(args, world):
+    return ("pytorch-ddp" if world > 1 else "pytorch-compile" if args.compile else
+            "pytorch-masked" if args.masked else "pytorch-python")
+
+
+def write_profile(profile, path, impl, step_seconds):
+    """op_profile.hpp's lines: each operation's self time, summed by (name,
+    its outermost caller, inside backward or not)."""
+    sums = {}
+    for event in profile.function_events:
+        ancestors, parent = [], event.cpu_parent
+        while parent is not None:
+            ancestors.append(parent)
+            parent = parent.cpu_parent
+        root = ancestors[-1].name if ancestors else event.name
+        backward = any(e.name.startswith("autograd::engine::evaluate_function") for e in [event] + ancestors)
+        calls, self_us = sums.get((event.name, root, backward), (0, 0.0))
+        sums[(event.name, root, backward)] = (calls + 1, self_us + event.self_cpu_time_total)
+    with open(path, "w") as out:
+        print(json.dumps({"type": "profile", "impl": impl, "steps": len(step_seconds), "steps_s": sum(step_seconds)}),
+              file=out)
+        for (name, root, backward), (calls, self_us) in sorted(sums.items()):
+            print(json.dumps({"type": "op", "impl": impl, "name": name, "root": root, "backward": backward,
+                              "calls": calls, "self_us": self_us}), file=out)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for flag, default in (("--layers", 4), ("--width", 256), ("--heads", 4), ("--context", 128), ("--steps", 200),
@@ -151,6 +177,8 @@ def main():
     p.add_argument("--masked", action="store_true",
                    help="attention as gpt.cpp's unfused path computes it (scores, mask, softmax), not "
                         "scaled_dot_product_attention")
+    p.add_argument("--profile", default=None,
+                   help="the timed steps, operation by operation, into this file (the lines of workbook/op_profile.hpp)")
     p.add_argument("--compile", action="store_true",
                    help="train through torch.compile (its compilation falls in the untimed warm-up steps)")
     args = p.parse_args()
@@ -184,7 +212,11 @@ def main():
     windows = torch.Generator().manual_seed(args.seed + 1)
     step_seconds, loss = [], 0.0
     started = time.perf_counter()
+    profile = None
     for step in range(1, args.steps + 1):
+        if step == WARMUP_STEPS + 1 and args.profile and rank == 0:
+            profile = torch.autograd.profiler.profile()
+            profile.__enter__()
         inputs, targets = sample_windows(train_text, args.batch, args.context, windows)
         inputs, targets = (t[rank * rows:(rank + 1) * rows].to(device) for t in (inputs, targets))
         sync()
@@ -205,6 +237,9 @@ def main():
         if rank == 0 and (step % args.report_every == 0 or step == args.steps):
             print(f"step {step:>5}  loss {loss:.4f}", flush=True)
     training_s = time.perf_counter() - started
+    if profile:
+        profile.__exit__(None, None, None)
+        write_profile(profile, args.profile, variant_of(args, world), step_seconds)
 
     held_out = torch.Generator().manual_seed(args.seed + 2)
     inputs, targets = sample_windows(validation_text, VALIDATION_WINDOWS - VALIDATION_WINDOWS % world,
@@ -218,7 +253,7 @@ def main():
         if rank == 0 and rendezvous().startswith("file://"):
             os.remove(rendezvous()[len("file://"):])
     step_s = statistics.median(step_seconds) if step_seconds else 0.0
-    variant = "pytorch-ddp" if world > 1 else "pytorch-compile" if args.compile else "pytorch-python"
+    variant = variant_of(args, world)
     result = {
         "type": "result", "chapter": "ch11", "config": variant, "device": str(device), "ranks": world,
         "threads": args.threads, "epochs": 1, "batch": args.batch, "local_batch": rows,

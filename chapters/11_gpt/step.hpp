@@ -23,7 +23,8 @@ struct StepOptions {
 };
 
 // The optimizer of one stage, its state sharded over the data group
-// (Chapter 7's stage 1): Adam at options.learning_rate unless another is given.
+// (Chapter 7's stage 1): Adam at options.learning_rate (workbook::FusedAdam)
+// unless another is given.
 class GptTrainer {
  public:
   GptTrainer(GptStageImpl& stage, const Mesh& mesh, const StepOptions& options,

@@ -44,13 +44,26 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(int64_t width, int64_t heads_)
       projection(register_module("projection", torch::nn::Linear(width, width))),
       heads(heads_) {}
 
+// Note: [at::linear, not the module's] LibTorch's C++ torch::nn::Linear
+// (torch::nn::functional::linear) fuses the bias into the product (addmm)
+// for a 2-d input only; given [N, T, width] it runs matmul, then adds the
+// bias in a pass of its own. ATen's linear, which PyTorch's Python
+// nn.Linear calls, flattens a contiguous 3-d input and runs addmm. The
+// blocks call it, with the modules' own parameters (`workbook bench ch11`
+// measures the step).
+namespace {
+torch::Tensor linear(const torch::nn::Linear& layer, const torch::Tensor& x) {
+  return at::linear(x, layer->weight, layer->bias);
+}
+}  // namespace
+
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
   const int64_t n = x.size(0), t = x.size(1), width = x.size(2);
   // [N, T, 3·width] → three [N, heads, T, head_size]
   const std::vector<torch::Tensor> qkv_parts =
-      qkv(x).view({n, t, 3, heads, width / heads}).permute({2, 0, 3, 1, 4}).unbind(0);
+      linear(qkv, x).view({n, t, 3, heads, width / heads}).permute({2, 0, 3, 1, 4}).unbind(0);
   const torch::Tensor attended = causal_attention(qkv_parts[0], qkv_parts[1], qkv_parts[2]);
-  return projection(attended.transpose(1, 2).reshape({n, t, width}));
+  return linear(projection, attended.transpose(1, 2).reshape({n, t, width}));
 }
 
 GptBlockImpl::GptBlockImpl(int64_t width, int64_t heads)
@@ -62,7 +75,7 @@ GptBlockImpl::GptBlockImpl(int64_t width, int64_t heads)
 
 torch::Tensor GptBlockImpl::forward(const torch::Tensor& x) {
   const torch::Tensor h = x + attention(norm1(x));
-  return h + contract(torch::gelu(expand(norm2(h))));
+  return h + linear(contract, torch::gelu(linear(expand, norm2(h))));
 }
 
 GptImpl::GptImpl(const GptOptions& options_) : options(options_) {

@@ -1,6 +1,6 @@
 // The text corpus and the small GPT: the corpus is found, checked and split;
 // the model is causal, ties its embedding, refuses sizes it cannot build, and
-// learns.
+// learns; causal attention's fused path and FusedAdam against the unfused ones.
 #include "catch2_compat.hpp"
 #include <ATen/CPUGeneratorImpl.h>
 
@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "workbook/errors.hpp"
+#include "workbook/fused_adam.hpp"
 #include "workbook/gpt.hpp"
 #include "workbook/text_corpus.hpp"
 
@@ -171,4 +172,30 @@ TEST_CASE("the GPT learns the corpus: 60 steps lower the validation loss from ln
   REQUIRE(text.size() == 26);
   REQUIRE(text.rfind("hacker", 0) == 0);
   REQUIRE(model->generate("hacker", 20, 1.0, again) == text);
+}
+
+TEST_CASE("FusedAdam steps as torch::optim::Adam does, and keeps its state", "[gpt]") {
+  torch::manual_seed(4);
+  for (const auto dtype : {torch::kFloat64, torch::kFloat32}) {
+    const torch::Tensor start = torch::randn({1000}, dtype), second = torch::randn({3, 7}, dtype);
+    std::vector<torch::Tensor> fused = {start.clone().requires_grad_(true), second.clone().requires_grad_(true)},
+                               plain = {start.clone().requires_grad_(true), second.clone().requires_grad_(true)};
+    workbook::FusedAdam fused_adam(fused, torch::optim::AdamOptions(3e-3).weight_decay(0.01));
+    torch::optim::Adam adam(plain, torch::optim::AdamOptions(3e-3).weight_decay(0.01));
+    for (int step = 0; step < 5; ++step) {
+      const torch::Tensor g1 = torch::randn({1000}, dtype), g2 = torch::randn({3, 7}, dtype);
+      fused[0].mutable_grad() = g1.clone(), fused[1].mutable_grad() = g2.clone();
+      plain[0].mutable_grad() = g1.clone(), plain[1].mutable_grad() = g2.clone();
+      fused_adam.step();
+      adam.step();
+    }
+    const double tolerance = dtype == torch::kFloat64 ? 1e-12 : 1e-5;
+    INFO("dtype " << dtype << ": largest difference " << (fused[0] - plain[0]).abs().max().item<double>());
+    REQUIRE(torch::allclose(fused[0], plain[0], tolerance, tolerance));
+    REQUIRE(torch::allclose(fused[1], plain[1], tolerance, tolerance));
+    auto& state = static_cast<torch::optim::AdamParamState&>(*fused_adam.state().at(fused[0].unsafeGetTensorImpl()));
+    auto& expected = static_cast<torch::optim::AdamParamState&>(*adam.state().at(plain[0].unsafeGetTensorImpl()));
+    REQUIRE(state.step() == 5);
+    REQUIRE(torch::allclose(state.exp_avg_sq(), expected.exp_avg_sq(), tolerance, tolerance));
+  }
 }
