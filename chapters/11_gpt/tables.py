@@ -2,8 +2,9 @@
 """The tables of chapters/11_gpt/results.md, rendered from the kept files
 (the test ch11_results_tables checks that results.md holds what this prints).
 
-    python3 tables.py bench measured/bench_*.jsonl        # `workbook bench ch11 --json`'s medians
-    python3 tables.py profile measured/profile_*.jsonl    # where a step's time goes
+    python3 tables.py bench measured/bench_X.jsonl PART   # `workbook bench ch11 --json`'s medians
+    python3 tables.py profile FILE[=LABEL]...             # where a step's time goes
+    python3 tables.py before-after measured/before_after_X.jsonl  # a step before and after a change
 
 The profile: from the --profile files of ch11_train and pytorch_gpt_baseline.py.
 Each operation's self time (workbook/op_profile.hpp) goes into one row, by its
@@ -13,6 +14,7 @@ time less every operation's: the frontend's own work (C++ or Python) and the
 profiler's.
 """
 import json
+import statistics
 import sys
 
 PRODUCTS = {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"}
@@ -23,7 +25,7 @@ ADAM = {"aten::add_", "aten::mul_", "aten::addcmul_", "aten::addcdiv_", "aten::s
         "aten::_to_copy", "aten::_fused_adam_"}
 ROWS = ["matrix products (mm, addmm, bmm)", "attention: fused kernel", "attention: scores' mask and softmax",
         "GELU", "LayerNorm", "loss (log-softmax, NLL)", "embeddings", "optimizer (Adam, zero_grad)",
-        "copies, views and other elementwise", "between operations"]
+        "torch.compile's generated kernels", "copies, views and other elementwise", "between operations"]
 
 
 def row_of(op):
@@ -46,7 +48,9 @@ def row_of(op):
     # are their own roots, outside backward and outside any module's call.
     if root.startswith("Optimizer.") or (not op["backward"] and root == name and name in ADAM):
         return ROWS[7]
-    return ROWS[8]
+    if "CompiledFxGraph" in name:  # Inductor's fused code: GELU, LayerNorm and the adds, one loop
+        return ROWS[8]
+    return ROWS[9]
 
 
 def read(path):
@@ -67,22 +71,44 @@ def read(path):
     return header["impl"], ms, step_ms
 
 
-def bench_table(path):
-    """Each part's medians: one row an implementation, as `workbook bench` printed them."""
+def bench_table(path, part):
+    """A part's medians, one row an implementation, as `workbook bench` printed them."""
     lines = [json.loads(line) for line in open(path)]
-    for part in sorted({line["part"] for line in lines if line["type"] == "bench"}):
-        rows = [line for line in lines if line["type"] == "bench" and line["part"] == part]
-        print(f"| {rows[0]['ranks']} rank(s) x {rows[0]['threads']} thread(s) | runs | s a step | sequences/s | "
-              "held-out loss | vs reference |")
-        print("|---|---:|---:|---:|---:|---:|")
-        for row in rows:
-            print(f"| {row['impl']} | {row['runs']} | {16 / row['samples_per_s']:.3f} | {row['samples_per_s']:.1f} | "
-                  f"{row['test_loss']:.4f} | {row['vs_reference']:.2f}x |")
-        print()
+    rows = [row for row in lines if row["type"] == "bench" and row["part"] == part]
+    batch = {line["impl"]: line["result"]["batch"] for line in lines
+             if line["type"] == "bench_run" and line["part"] == part and line["ok"]}
+    if not rows:
+        sys.exit(f"error: {path} holds no bench line of part {part}")
+    print(f"| {rows[0]['ranks']} rank(s) x {rows[0]['threads']} thread(s) | runs | s a step | sequences/s | "
+          "held-out loss | vs reference |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for row in rows:
+        print(f"| {row['impl']} | {row['runs']} | {batch[row['impl']] / row['samples_per_s']:.3f} | {row['samples_per_s']:.1f} | "
+              f"{row['test_loss']:.4f} | {row['vs_reference']:.2f}x |")
+
+
+def before_after_table(path):
+    """The median step of each code on each run, and the cut: the runs took turns."""
+    lines = [json.loads(line) for line in open(path) if json.loads(line)["type"] == "before_after"]
+    print("| run | code | runs | s a step (median) | held-out loss | step cut |")
+    print("|---|---|---:|---:|---:|---:|")
+    for run in dict.fromkeys(line["run"] for line in lines):
+        before = None
+        for code in dict.fromkeys(line["code"] for line in lines):
+            mine = [line for line in lines if line["run"] == run and line["code"] == code]
+            step = statistics.median(line["step_s"] for line in mine)
+            cut = f"{100 * (1 - step / before):.1f}%" if before else "–"
+            before = before or step
+            print(f"| {run} | {code} | {len(mine)} | {step:.4f} | {mine[0]['validation_loss']:.4f} | {cut} |")
 
 
 def profile_table(paths):
-    impls = [read(p) for p in paths]
+    """One column a file; FILE=LABEL names its column (the file's impl otherwise)."""
+    impls = []
+    for path in paths:
+        path, _, label = path.partition("=")
+        impl, ms, step_ms = read(path)
+        impls.append((label or impl, ms, step_ms))
     print("| ms a step | " + " | ".join(impl for impl, _, _ in impls) + " |")
     print("|---|" + "---:|" * len(impls))
     for row in ROWS:
@@ -97,11 +123,12 @@ def profile_table(paths):
 
 
 def main(argv):
-    if len(argv) < 2 or argv[0] not in ("bench", "profile"):
+    if len(argv) < 2 or argv[0] not in ("bench", "profile", "before-after"):
         sys.exit(__doc__)
     if argv[0] == "bench":
-        for path in argv[1:]:
-            bench_table(path)
+        bench_table(argv[1], int(argv[2]) if len(argv) > 2 else 0)
+    elif argv[0] == "before-after":
+        before_after_table(argv[1])
     else:
         profile_table(argv[1:])
     return 0

@@ -12,7 +12,18 @@ if(TARGET ch11_train_solution)
   workbook_check_result_line(ch11_train_result_line "solution;ch11;mpi" ${mpi2} ${ch11}
                              --tensor 2 --layers 2 --width 32 --heads 2 --context 16 --batch 4 --micro-batches 2
                              --steps 5 --sample 64 --threads 1)
+  # The bench's baseline does the reference's work (the same losses), and
+  # --profile's files render on both sides (tests/11_gpt/check_baseline.py).
+  add_test(NAME ch11_baseline_same_work
+           COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/11_gpt/check_baseline.py ${ch11} ${WORKBOOK_PYTHON}
+                   ${CMAKE_SOURCE_DIR}/chapters/11_gpt/pytorch_gpt_baseline.py ${CMAKE_BINARY_DIR}/ch11_baseline)
+  set_tests_properties(ch11_baseline_same_work PROPERTIES LABELS "solution;ch11" TIMEOUT 300 SKIP_RETURN_CODE 77)
 endif()
+# results.md's tables are what tables.py renders from the kept files.
+add_test(NAME ch11_results_tables
+         COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/11_gpt/check_rendered_tables.py
+                 ${CMAKE_SOURCE_DIR}/chapters/11_gpt/results.md)
+set_tests_properties(ch11_results_tables PROPERTIES LABELS "ch11")
 if(TARGET ch11_plan_solution)
   workbook_expect_error(ch11_plan_assumed_needs_links "solution;ch11" 2 "--assume-ranks needs"
                         $<TARGET_FILE:ch11_plan_solution> --assume-ranks 8)

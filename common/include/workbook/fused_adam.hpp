@@ -6,11 +6,10 @@
 // Note: [one pass, not eight] torch::optim::Adam steps a parameter in eight
 // element-wise operations (two for each moment, sqrt, a division, eps, the
 // update), each reading and writing whole tensors. Over ZeRO's flat buffer of
-// a GPT's 3.3 M parameters that is eight passes over 13 MB, memory-bound:
-// 16.7 ms a step against the fused kernel's 1.9 ms (one thread, 2-core EPYC,
-// 2026-11-29; `workbook bench ch11` measures the step it belongs to). The
-// same arithmetic, in another order: the results agree to float rounding,
-// not bit for bit.
+// a GPT's 3.3 M parameters that is eight passes over 13 MB, memory-bound; the
+// fused kernel reads and writes each element once (Chapter 11's results.md
+// has the optimizer's row of the step's profile). The same arithmetic in
+// another order: the results agree to float rounding, not bit for bit.
 #pragma once
 #include <map>
 
