@@ -5,9 +5,13 @@ decimals they print), with the fused attention and with --masked. So the
 bench's ratios compare the same work, not two models. Both --profile files
 of those runs render (tables.py), their products and attention counted.
 
-    check_baseline.py CH11_TRAIN PYTHON BASELINE_PY WORK_DIR
-Exits 77 (skipped) when PYTHON has no torch.
+    PYTHON check_baseline.py CH11_TRAIN BASELINE_PY WORK_DIR
+Run with the Python whose torch the baseline uses: the baseline runs in this
+process (torch imported once). Exits 77 (skipped) when that Python has no torch.
 """
+import contextlib
+import importlib.util
+import io
 import os
 import re
 import subprocess
@@ -20,26 +24,33 @@ SIZES = ["--layers", "2", "--width", "32", "--heads", "2", "--context", "16", "-
          "--micro-batches", "1", "--steps", "4", "--report-every", "1", "--threads", "1", "--sample", "0"]
 
 
-def losses(command):
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    if done.returncode != 0:
-        sys.exit(f"`{' '.join(command)}` failed (exit {done.returncode}):\n{done.stdout}{done.stderr}")
-    steps = re.findall(r"step +\d+ +loss ([0-9.]+)", done.stdout)
-    held_out = re.findall(r"validation loss ([0-9.]+)", done.stdout)
+def losses_in(printed, what):
+    steps = re.findall(r"step +\d+ +loss ([0-9.]+)", printed)
+    held_out = re.findall(r"validation loss ([0-9.]+)", printed)
     if len(steps) != 4 or not held_out:
-        sys.exit(f"`{' '.join(command)}` printed no 4 step losses and a validation loss:\n{done.stdout}")
+        sys.exit(f"{what} printed no 4 step losses and a validation loss:\n{printed}")
     return steps + held_out[-1:]
 
 
-def main(train, python, baseline, work):
-    if subprocess.run([python, "-c", "import torch"], capture_output=True).returncode != 0:
-        print(f"skipped: {python} has no torch")
+def main(train, baseline_path, work):
+    if importlib.util.find_spec("torch") is None:
+        print(f"skipped: {sys.executable} has no torch")
         return 77
+    spec = importlib.util.spec_from_file_location("pytorch_gpt_baseline", baseline_path)
+    baseline = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(baseline)
     os.makedirs(work, exist_ok=True)
     profiles = [os.path.join(work, "profile_reference.jsonl"), os.path.join(work, "profile_python.jsonl")]
-    reference = losses([train] + SIZES + ["--profile", profiles[0]])
+    done = subprocess.run([train] + SIZES + ["--profile", profiles[0]], capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        sys.exit(f"ch11_train failed (exit {done.returncode}):\n{done.stdout}{done.stderr}")
+    reference = losses_in(done.stdout, "ch11_train")
     for variant in (["--profile", profiles[1]], ["--masked"]):
-        theirs = losses([python, baseline] + SIZES + variant)
+        printed = io.StringIO()
+        sys.argv = [baseline_path] + SIZES + variant
+        with contextlib.redirect_stdout(printed):
+            baseline.main()
+        theirs = losses_in(printed.getvalue(), f"pytorch_gpt_baseline.py {' '.join(variant)}")
         if theirs != reference:
             sys.exit(f"pytorch_gpt_baseline.py {' '.join(variant)}: losses (4 steps, then held-out) {theirs}, "
                      f"ch11_train's {reference}: not the same work")
@@ -52,4 +63,4 @@ def main(train, python, baseline, work):
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:5]))
+    sys.exit(main(*sys.argv[1:4]))
