@@ -104,11 +104,12 @@ int train(workbook::Program& program) {
   torch::Generator windows = at::make_generator<at::CPUGeneratorImpl>(flags.seed + 1);
   const int64_t rows = flags.batch / shape.data, first = mesh.here.data * rows;
   std::vector<double> step_s;
-  std::optional<workbook::OpProfile> profile;
+  std::optional<workbook::OpProfile> profile;  // opened here: a bad path fails before training
+  if (!profile_file.empty() && world.rank() == 0) profile.emplace(profile_file);
   double loss = 0.0;
   const double training_started = workbook::now_seconds();
   for (int64_t step = 1; step <= steps; ++step) {
-    if (step == kWarmupSteps + 1 && !profile_file.empty() && world.rank() == 0) profile.emplace();
+    if (step == kWarmupSteps + 1 && profile) profile->start();
     const workbook::TextBatch batch = workbook::sample_windows(corpus.train, flags.batch, model.context, windows);
     const double started = workbook::now_seconds();
     loss = trainer.step(batch.inputs.narrow(0, first, rows), batch.targets.narrow(0, first, rows));
@@ -119,7 +120,7 @@ int train(workbook::Program& program) {
 
   const double training_s = workbook::now_seconds() - training_started;
   const auto timed_steps = static_cast<int64_t>(step_s.size());
-  if (profile) profile->write(profile_file, "reference", timed_steps, workbook::mean(step_s) * timed_steps);
+  if (profile) profile->write("reference", timed_steps, workbook::mean(step_s) * timed_steps);
   // One pass of --steps batches is the run's one "epoch" (the tour's time_s).
   program.json().write({{"type", "epoch"}, {"epoch", 1}, {"train_loss", loss}, {"epoch_s", training_s}});
   torch::Generator held_out = at::make_generator<at::CPUGeneratorImpl>(flags.seed + 2);

@@ -184,6 +184,12 @@ def main():
     args = p.parse_args()
     if args.tensor != 1 or args.pipeline != 1:
         sys.exit("error: this baseline runs data ranks only (--tensor 1 --pipeline 1)")
+    for path in (args.profile, args.json):  # a path that cannot be written fails now, not after training
+        if path:
+            try:
+                open(path, "a").close()
+            except OSError as e:
+                sys.exit(f"error: cannot write {path}: {e.strerror}")
 
     rank, world = launch_env()
     rows = args.batch // world

@@ -58,10 +58,7 @@ RunMedians medians_of(const Impl& impl) {
     m.quality_is_loss = !o.result.contains("test_accuracy") && o.result.contains("test_loss");
     quality.push_back(o.result.value(m.quality_is_loss ? "test_loss" : "test_accuracy", 0.0));
     memory.push_back(o.result.value("peak_mem_bytes", 0.0));
-    // ch11_train keeps it under "details" (RunResult), a baseline script at the top.
-    const nlohmann::json& details = o.result.contains("details") ? o.result["details"] : o.result;
-    if (details.contains("parameters")) m.parameters = details["parameters"].get<int64_t>();
-    else if (o.result.contains("parameters")) m.parameters = o.result["parameters"].get<int64_t>();
+    if (o.result.contains("parameters")) m.parameters = o.result["parameters"].get<int64_t>();
   }
   m.runs = rate.size();
   m.samples_per_s = median(rate), m.epoch_s = median(epoch), m.quality = median(quality), m.peak_mem_bytes = median(memory);

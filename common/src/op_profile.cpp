@@ -2,7 +2,6 @@
 // its push/pop events folded into self times.
 #include "workbook/op_profile.hpp"
 
-#include <fstream>
 #include <map>
 #include <tuple>
 #include <vector>
@@ -15,7 +14,11 @@
 namespace workbook {
 namespace profiler = torch::autograd::profiler;
 
-OpProfile::OpProfile() {
+OpProfile::OpProfile(const std::filesystem::path& file) : file_(file), out_(file) {
+  WB_CHECK(out_.is_open(), "--profile {}: cannot open it for writing", file.string());
+}
+
+void OpProfile::start() {
   profiler::enableProfilerLegacy(profiler::ProfilerConfig(profiler::ProfilerState::CPU));
   on_ = true;
 }
@@ -24,8 +27,8 @@ OpProfile::~OpProfile() {
   if (on_) profiler::disableProfilerLegacy();
 }
 
-void OpProfile::write(const std::filesystem::path& file, const std::string& impl, int64_t steps, double steps_s) {
-  WB_CHECK(on_, "--profile {}: the profile was written already", file.string());
+void OpProfile::write(const std::string& impl, int64_t steps, double steps_s) {
+  WB_CHECK(on_, "--profile {}: the profiler was not started, or was written already", file_.string());
   const profiler::thread_event_lists threads = profiler::disableProfilerLegacy();
   on_ = false;
   struct Open {
@@ -58,18 +61,17 @@ void OpProfile::write(const std::filesystem::path& file, const std::string& impl
       }
     }
   }
-  std::ofstream out(file);
-  WB_CHECK(out.is_open(), "--profile {}: cannot open it for writing", file.string());
-  out << nlohmann::json{{"type", "profile"}, {"impl", impl}, {"steps", steps}, {"steps_s", steps_s}}.dump() << "\n";
+  out_ << nlohmann::json{{"type", "profile"}, {"impl", impl}, {"steps", steps}, {"steps_s", steps_s}}.dump() << "\n";
   for (const auto& [key, sum] : sums) {
     const auto& [name, root, backward] = key;
-    out << nlohmann::json{{"type", "op"},         {"impl", impl},         {"name", name},
+    out_ << nlohmann::json{{"type", "op"},         {"impl", impl},         {"name", name},
                           {"root", root},         {"backward", backward}, {"calls", sum.calls},
                           {"self_us", sum.self_us}}
                .dump()
         << "\n";
   }
-  WB_CHECK(out.good(), "--profile {}: writing it failed", file.string());
+  out_.flush();
+  WB_CHECK(out_.good(), "--profile {}: writing it failed", file_.string());
 }
 
 }  // namespace workbook

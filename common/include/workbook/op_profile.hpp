@@ -4,10 +4,10 @@
 // (chapters/11_gpt/pytorch_gpt_baseline.py), so that one renderer
 // (chapters/11_gpt/profile_table.py) puts both side by side.
 //
-//   std::optional<workbook::OpProfile> profile;
-//   if (step == first_timed) profile.emplace();        // the profiler on
+//   workbook::OpProfile profile(file);                 // the file opened: a bad path fails here
+//   if (step == first_timed) profile.start();          // the profiler on
 //   ...
-//   profile->write(file, "reference", timed_steps, their_seconds);  // off, summed, written
+//   profile.write("reference", timed_steps, their_seconds);  // off, summed, written
 //
 // Note: [self time, by root] An operation's self time is its time less the
 // operations it called (matmul's less the mm it calls), so the rows add up
@@ -19,13 +19,17 @@
 // row: it is the step's time less their sum.
 #pragma once
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace workbook {
 
 class OpProfile {
  public:
-  OpProfile();   // starts LibTorch's (legacy) profiler: one at a time
+  // Opens `file` for writing (a UserError naming it if it cannot), before
+  // any work is done; the profiler is not on yet.
+  explicit OpProfile(const std::filesystem::path& file);
+  void start();  // starts LibTorch's (legacy) profiler: one at a time
   ~OpProfile();  // stops it, if write() did not
   OpProfile(const OpProfile&) = delete;
   OpProfile& operator=(const OpProfile&) = delete;
@@ -33,9 +37,11 @@ class OpProfile {
   // {"type": "op", "impl", "name", "root", "backward", "calls", "self_us"},
   // after {"type": "profile", "impl", "steps", "steps_s"}: the steps profiled
   // and their time, timed as the program times them. A UserError if it cannot.
-  void write(const std::filesystem::path& file, const std::string& impl, int64_t steps, double steps_s);
+  void write(const std::string& impl, int64_t steps, double steps_s);
 
  private:
+  std::filesystem::path file_;
+  std::ofstream out_;
   bool on_ = false;
 };
 
