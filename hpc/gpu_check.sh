@@ -25,6 +25,10 @@
 #              --cuda-graph: each epoch's time, the test accuracy, and the
 #              GPU's busy share sampled from nvidia-smi every 100 ms
 #   ranks1     every multi-rank chapter's reference at world size 1 over NCCL
+#   ch09-bf16  ch09_train at world size 1 over NCCL, float32 then --precision bf16
+#   ch11       ch11_train at world size 1 over NCCL, float32 then --bf16
+#   bench11    `workbook bench ch11 --part 1 --repeats 1 -- --device cuda`: the
+#              reference's step beside PyTorch's own GPT on the same GPU
 #   suite      the default test suite (CPU), as on any machine
 # and writes one results file (default build/cuda/gpu-check.md): the machine,
 # the versions, each stage's output and time. Exit status: 0 when every stage
@@ -201,12 +205,38 @@ stage_ranks1() {
   return $status
 }
 
+# One reference run at world size 1 over NCCL: `one_rank NAME CHAPTER ARGS...`,
+# its result line kept in build/cuda/gpu-check-NAME.jsonl.
+one_rank() {
+  local name=$1 chapter=$2
+  shift 2
+  echo "--- $name: $chapter, 1 rank, --device cuda (NCCL) $*"
+  timeout 300 build/cuda/workbook run "$chapter" --solution --ranks 1 -- --device cuda "$@" \
+    --json "build/cuda/gpu-check-$name.jsonl"
+  grep '"type": *"result"' "build/cuda/gpu-check-$name.jsonl"
+}
+
+stage_ch09-bf16() {
+  one_rank ch09-fp32 ch09 --epochs 1
+  one_rank ch09-bf16 ch09 --epochs 1 --precision bf16
+}
+
+stage_ch11() {
+  one_rank ch11-fp32 ch11 --micro-batches 1
+  one_rank ch11-bf16 ch11 --micro-batches 1 --bf16
+}
+
+stage_bench11() {
+  timeout 400 build/cuda/workbook bench ch11 --part 1 --repeats 1 --json build/cuda/gpu-check-bench11.jsonl -- \
+    --device cuda
+}
+
 stage_suite() {
   ctest --preset default -j 8
 }
 
 cmd_run() {
-  local stages="configure build gpu-tests ch01 graph ranks1" carry_arg=""
+  local stages="configure build gpu-tests ch01 graph ranks1 ch09-bf16 ch11 bench11" carry_arg=""
   while (($#)); do
     case $1 in
       --results) results=$2; shift 2 ;;
@@ -222,9 +252,9 @@ cmd_run() {
   python=${WORKBOOK_PYTHON:-$(command -v python3)} || die "no python3 on PATH (set WORKBOOK_PYTHON)"
   "$python" -c 'import torch' 2>/dev/null || die "$python has no torch: set WORKBOOK_PYTHON to the Python that holds PyTorch"
   # Configuring and building need no GPU (a CPU machine checks the carry folder so).
-  if [[ " $stages " =~ \ (gpu-tests|ch01|graph|ranks1)\  ]]; then
+  if [[ " $stages " =~ \ (gpu-tests|ch01|graph|ranks1|ch09-bf16|ch11|bench11)\  ]]; then
     "$python" -c 'import torch,sys;sys.exit(0 if torch.cuda.is_available() else 1)' ||
-      die "$python's torch sees no GPU (torch.cuda.is_available() is False): the stages gpu-tests, ch01, graph and ranks1 need one"
+      die "$python's torch sees no GPU (torch.cuda.is_available() is False): every stage but configure, build and suite needs one"
   fi
   results=${results:-$root/build/cuda/gpu-check.md}
   mkdir -p "$(dirname "$results")" build/cuda
@@ -271,7 +301,7 @@ EOF
 
   local name
   for name in $stages; do
-    declare -F "stage_$name" >/dev/null || die "unknown stage $name (configure, build, gpu-tests, ch01, graph, ranks1, suite)"
+    declare -F "stage_$name" >/dev/null || die "unknown stage $name (configure, build, gpu-tests, ch01, graph, ranks1, ch09-bf16, ch11, bench11, suite)"
   done
   for name in $stages; do stage "$name"; done
   echo "gpu_check.sh: results in $results"

@@ -14,8 +14,10 @@ int cmd_hint(const std::string& exercise, bool all, bool reset);
 // nodes: on the emulated cluster (0: this machine), ranks_per_node on each.
 int cmd_run(const std::string& chapter, const std::optional<std::string>& program, bool solution, int ranks,
             int nodes, const std::vector<std::string>& args);
+// part: only that part of the chapter's bench (1: the first), or every part.
 int cmd_bench(const std::string& chapter, std::optional<int> ranks, std::optional<int> nodes, std::optional<int> repeats,
-              const std::optional<std::string>& json, const std::vector<std::string>& extra_args);
+              std::optional<int> part, const std::optional<std::string>& json,
+              const std::vector<std::string>& extra_args);
 int cmd_cluster(const std::vector<std::string>& args);
 // Which sizes `workbook tour` runs: the default's (within 5 minutes on 2 cores,
 // whatever the number of chapters), --long's, --full's, or --smoke's (CI).

@@ -162,13 +162,15 @@ int bench_part(const Chapter& chapter, const BenchPart& part, std::optional<int>
 }  // namespace
 
 int cmd_bench(const std::string& chapter_name, std::optional<int> ranks, std::optional<int> nodes,
-              std::optional<int> repeats_flag, const std::optional<std::string>& json_file,
-              const std::vector<std::string>& extra_args) {
+              std::optional<int> repeats_flag, std::optional<int> only_part,
+              const std::optional<std::string>& json_file, const std::vector<std::string>& extra_args) {
   const auto chapters = load_chapters();
   const Chapter& chapter = find_chapter(chapters, chapter_name);
   WB_CHECK(!chapter.bench.empty(), "{} has no benchmark", chapter.id);
   WB_CHECK(ranks.value_or(1) <= chapter.max_ranks, "{} runs on at most {} rank(s), not {}", chapter.id,
            chapter.max_ranks, ranks.value_or(1));
+  WB_CHECK(only_part.value_or(1) <= static_cast<int>(chapter.bench.size()), "{}'s bench has {} part(s), not {}",
+           chapter.id, chapter.bench.size(), only_part.value_or(1));
   if (nodes) WB_CHECK(chapter.max_ranks > 1, "{} is a single-process chapter: --nodes needs ranks", chapter.id);
   if (nodes) (void)Placement::on_nodes(*nodes, *nodes);  // the cluster is up and large enough, before building
   // Read before anything is built or run: a malformed line stops here, not after the bench.
@@ -181,7 +183,8 @@ int cmd_bench(const std::string& chapter_name, std::optional<int> ranks, std::op
   if (json_file) json.open(*json_file);
   int status = 0;
   for (size_t i = 0; i < chapter.bench.size(); ++i) {
-    if (i > 0) fmt::print("\n\n");
+    if (only_part && static_cast<int>(i) + 1 != *only_part) continue;
+    if (i > 0 && !only_part) fmt::print("\n\n");
     json.part = static_cast<int>(i);
     const int part_status = bench_part(chapter, chapter.bench[i], ranks, nodes, repeats_flag, json, extra_args);
     status = status != 0 ? status : part_status;

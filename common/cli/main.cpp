@@ -85,8 +85,14 @@ int main(int argc, char** argv) {
                     "runs of each, interleaved; medians are reported (default: the chapter's, usually 3)")
       ->check(CLI::PositiveNumber);
   bench->add_option("--json", bench_json, "write every run and the summary as JSON lines");
+  static std::optional<int> bench_part;
+  bench->add_option("--part", bench_part, "only this part of a chapter's bench (1: the first)")
+      ->check(CLI::PositiveNumber);
   // More arguments for every run go after `--` (e.g. `-- --device cuda`).
-  bench->callback([&] { status = cmd_bench(bench_chapter, bench_ranks, bench_nodes, bench_repeats, bench_json, after_double_dash); });
+  bench->callback([&] {
+    status = cmd_bench(bench_chapter, bench_ranks, bench_nodes, bench_repeats, bench_part, bench_json,
+                       after_double_dash);
+  });
 
   auto* tour = app.add_subcommand("tour", "every chapter's reference at a small scale: one results table");
   static bool tour_full = false, tour_long = false, tour_smoke = false;

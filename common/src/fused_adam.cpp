@@ -31,7 +31,8 @@ torch::Tensor FusedAdam::step(LossClosure closure) {
       // hands it over; taken from the state, so that a loaded state counts on.
       state.step(state.step() + 1);
       torch::Tensor& step = steps_[p.unsafeGetTensorImpl()];
-      if (!step.defined()) step = torch::zeros({}, torch::kFloat32);
+      // On p's device: the CUDA kernel reads the count there.
+      if (!step.defined()) step = torch::zeros({}, p.options().dtype(torch::kFloat32));
       step.fill_(static_cast<double>(state.step()));
       parameters.push_back(p);
       gradients.push_back(p.grad());

@@ -59,7 +59,7 @@ void GptStageImpl::begin_step(const torch::Tensor& bytes, const torch::Tensor& t
   targets_ = targets;
   micro_batches_ = micro_batches;
   micro_rows_ = bytes.size(0) / micro_batches;
-  loss_sum_ = torch::zeros({}, torch::kFloat64);
+  loss_sum_ = torch::zeros({}, bytes.options().dtype(torch::kFloat64));  // on the batch's device
 }
 
 double GptStageImpl::end_step() {
@@ -129,7 +129,7 @@ torch::Tensor GptStageImpl::run_blocks(torch::Tensor h) {
 double GptStageImpl::evaluate(const torch::Tensor& bytes, const torch::Tensor& targets, int64_t micro_batches) {
   torch::NoGradGuard no_grad;
   begin_step(bytes, targets, micro_batches);
-  torch::Tensor loss = torch::zeros({1}, torch::kFloat64);
+  torch::Tensor loss = torch::zeros({1}, bytes.options().dtype(torch::kFloat64));
   for (int64_t micro = 0; micro < micro_batches; ++micro) {
     const torch::Tensor input = recv_forward(micro);
     const torch::Tensor h = run_blocks(first_stage() ? embed(input) : input);
@@ -145,24 +145,28 @@ std::string GptStageImpl::generate(const std::string& prompt, int64_t count, dou
   WB_CHECK(temperature > 0.0 && !prompt.empty(), "generating needs a prompt and a positive temperature");
   torch::NoGradGuard no_grad;
   const int64_t context = first_stage() ? positions->weight.size(0) : 0;
-  torch::Tensor length = torch::full({1}, context, torch::kInt64);
+  // Every tensor a communicator sends is on its device (the GPU under NCCL).
+  const torch::TensorOptions on_device =
+      torch::TensorOptions().dtype(torch::kInt64).device(parameters().front().device());
+  torch::Tensor length = torch::full({1}, context, on_device);
   mesh_->pipeline->broadcast(length, 0);  // only the first stage holds the positions
   std::string text = prompt;
   for (int64_t i = 0; i < count; ++i) {
     const size_t first = text.size() > static_cast<size_t>(length.item<int64_t>()) ? text.size() - length.item<int64_t>() : 0;
     std::vector<int64_t> recent;
     for (size_t j = first; j < text.size(); ++j) recent.push_back(static_cast<unsigned char>(text[j]));
-    const torch::Tensor window = torch::tensor(recent, torch::kInt64).view({1, -1});
+    const torch::Tensor window = torch::tensor(recent, torch::kInt64).view({1, -1}).to(on_device.device());
     begin_step(window, window, 1);
     const torch::Tensor h = run_blocks(first_stage() ? embed(window) : recv_forward(0));
-    torch::Tensor next = torch::zeros({1}, torch::kInt64);
+    torch::Tensor next = torch::zeros({1}, on_device);
     if (last_stage()) {
       // This rank's vocabulary rows' logits of the last position; the tensor
       // group gathers the whole row (256 numbers) to draw from.
       const torch::Tensor last = final_norm(h.select(1, -1));
       const torch::Tensor mine = torch::matmul(last, tokens.t()).to(torch::kFloat32).contiguous();
       const torch::Tensor logits = mesh_->tensor->all_gather(mine).permute({1, 0, 2}).reshape({1, -1}) / temperature;
-      next = torch::multinomial(torch::softmax(logits, -1), 1, false, generator).view({1});
+      // Drawn on the CPU, where `generator` is: the same text on every device.
+      next = torch::multinomial(torch::softmax(logits, -1).cpu(), 1, false, generator).view({1}).to(on_device.device());
     } else {
       send_forward(h);
     }
@@ -175,7 +179,7 @@ std::string GptStageImpl::generate(const std::string& prompt, int64_t count, dou
 // ---- the neighbours: the pipeline group's previous and next stage -------------------
 
 torch::Tensor GptStageImpl::activation_buffer() const {
-  return torch::empty({micro_rows_, bytes_.size(1), width_}, activation_options_);
+  return torch::empty({micro_rows_, bytes_.size(1), width_}, activation_options_.device(bytes_.device()));
 }
 
 torch::Tensor GptStageImpl::recv_forward(int64_t micro) {

@@ -106,7 +106,7 @@ class GptStageImpl : public torch::nn::Module, public ch08::Stage {
 
   const Mesh* mesh_;
   int64_t width_ = 0, vocabulary_ = 0;
-  torch::TensorOptions activation_options_;  // the model's dtype and device
+  torch::TensorOptions activation_options_;  // the model's dtype (the device: the batch's)
   torch::Tensor bytes_, targets_, loss_sum_;
   int64_t micro_batches_ = 0, micro_rows_ = 0;
   std::map<int64_t, Held> held_;

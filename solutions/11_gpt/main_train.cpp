@@ -93,11 +93,13 @@ int train(workbook::Program& program) {
   const int64_t parameters = workbook::count_parameters(*whole);
   ch11::GptStage stage(*whole, mesh);
   whole = workbook::Gpt(nullptr);  // this rank keeps its part only
+  const torch::Device device = world.device();  // --device's: the GPU under NCCL
+  stage->to(device);  // after the split, which copies on the CPU
   ch11::GptTrainer trainer(*stage, mesh, step_options);
   program.say("{} ranks: data {} × pipeline {} × tensor {}; {} parameters, {} on rank 0; {} steps of {} "
-              "sequences of {} bytes{}{}",
+              "sequences of {} bytes on {}{}{}",
               ranks, shape.data, shape.pipeline, shape.tensor, parameters, workbook::count_parameters(*stage), steps,
-              flags.batch, model.context, step_options.bfloat16 ? ", bfloat16" : "",
+              flags.batch, model.context, device.str(), step_options.bfloat16 ? ", bfloat16" : "",
               step_options.recompute ? ", recomputed blocks" : "");
 
   // The same draws on every rank: each takes its data rank's rows of the global batch.
@@ -112,7 +114,8 @@ int train(workbook::Program& program) {
     if (step == kWarmupSteps + 1 && profile) profile->start();
     const workbook::TextBatch batch = workbook::sample_windows(corpus.train, flags.batch, model.context, windows);
     const double started = workbook::now_seconds();
-    loss = trainer.step(batch.inputs.narrow(0, first, rows), batch.targets.narrow(0, first, rows));
+    loss = trainer.step(batch.inputs.narrow(0, first, rows).to(device),
+                        batch.targets.narrow(0, first, rows).to(device));
     if (step > kWarmupSteps) step_s.push_back(workbook::now_seconds() - started);
     WB_CHECK(std::isfinite(loss), "the loss is {} at step {}: the run diverged (a smaller --lr?)", loss, step);
     if (step % report_every == 0 || step == steps) program.say("step {:>5}  loss {:.4f}", step, loss);
@@ -128,7 +131,8 @@ int train(workbook::Program& program) {
   const workbook::TextBatch validation =
       workbook::sample_windows(corpus.validation, validation_rows, model.context, held_out);
   // Every data rank evaluates every window: the same loss on every rank.
-  const double validation_loss = stage->evaluate(validation.inputs, validation.targets, step_options.micro_batches);
+  const double validation_loss =
+      stage->evaluate(validation.inputs.to(device), validation.targets.to(device), step_options.micro_batches);
   std::string text;
   if (sample > 0) {
     torch::Generator draws = at::make_generator<at::CPUGeneratorImpl>(flags.seed + 3);

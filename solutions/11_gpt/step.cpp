@@ -32,7 +32,7 @@ double GptTrainer::step(const torch::Tensor& bytes, const torch::Tensor& targets
       autocast = std::make_unique<workbook::AutocastGuard>(bytes.device().type(), torch::kBFloat16);
     ch08::one_f_one_b(stage_);
   }
-  torch::Tensor loss = torch::full({1}, stage_.end_step(), torch::kFloat64);
+  torch::Tensor loss = torch::full({1}, stage_.end_step(), bytes.options().dtype(torch::kFloat64));
   add_tied_embedding_gradients(stage_, mesh_);
   // Adam steps with the gradient averaged over the data group: stage 1
   // reduce-scatters it, steps this rank's shard, all-gathers the parameters.
