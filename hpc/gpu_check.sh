@@ -27,7 +27,7 @@
 #   ranks1     every multi-rank chapter's reference at world size 1 over NCCL
 #   ch09-bf16  ch09_train at world size 1 over NCCL, float32 then --precision bf16
 #   ch11       ch11_train at world size 1 over NCCL, float32 then --bf16
-#   bench11    `workbook bench ch11 --part 1 --repeats 1 -- --device cuda`: the
+#   bench11    `workbook bench ch11 --part 1 -- --device cuda`: the
 #              reference's step beside PyTorch's own GPT on the same GPU
 #   suite      the default test suite (CPU), as on any machine
 # and writes one results file (default build/cuda/gpu-check.md): the machine,
@@ -227,7 +227,7 @@ stage_ch11() {
 }
 
 stage_bench11() {
-  timeout 400 build/cuda/workbook bench ch11 --part 1 --repeats 1 --json build/cuda/gpu-check-bench11.jsonl -- \
+  timeout 400 build/cuda/workbook bench ch11 --part 1 --repeats 3 --json build/cuda/gpu-check-bench11.jsonl -- \
     --device cuda
 }
 
