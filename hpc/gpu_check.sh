@@ -29,6 +29,8 @@
 #   ch11       ch11_train at world size 1 over NCCL, float32 then --bf16
 #   bench11    `workbook bench ch11 --part 1 -- --device cuda`: the
 #              reference's step beside PyTorch's own GPT on the same GPU
+#   profile11  the same two steps, operation by operation (--profile: the
+#              host's time in each, which on a GPU is mostly launching it)
 #   suite      the default test suite (CPU), as on any machine
 # and writes one results file (default build/cuda/gpu-check.md): the machine,
 # the versions, each stage's output and time. Exit status: 0 when every stage
@@ -231,12 +233,20 @@ stage_bench11() {
     --device cuda
 }
 
+stage_profile11() {
+  local args=(--device cuda --threads "$(nproc)" --steps 24 --micro-batches 1 --sample 0 --report-every 1000)
+  local reference=build/cuda/gpu-check-profile-reference.jsonl python_profile=build/cuda/gpu-check-profile-pytorch-python.jsonl
+  timeout 120 build/cuda/workbook run ch11 --solution --ranks 1 -- "${args[@]}" --profile "$reference"
+  timeout 300 "$python" chapters/11_gpt/pytorch_gpt_baseline.py "${args[@]}" --profile "$python_profile"
+  "$python" chapters/11_gpt/tables.py profile "$reference=reference" "$python_profile=pytorch-python"
+}
+
 stage_suite() {
   ctest --preset default -j 8
 }
 
 cmd_run() {
-  local stages="configure build gpu-tests ch01 graph ranks1 ch09-bf16 ch11 bench11" carry_arg=""
+  local stages="configure build gpu-tests ch01 graph ranks1 ch09-bf16 ch11 bench11 profile11" carry_arg=""
   while (($#)); do
     case $1 in
       --results) results=$2; shift 2 ;;
@@ -252,7 +262,7 @@ cmd_run() {
   python=${WORKBOOK_PYTHON:-$(command -v python3)} || die "no python3 on PATH (set WORKBOOK_PYTHON)"
   "$python" -c 'import torch' 2>/dev/null || die "$python has no torch: set WORKBOOK_PYTHON to the Python that holds PyTorch"
   # Configuring and building need no GPU (a CPU machine checks the carry folder so).
-  if [[ " $stages " =~ \ (gpu-tests|ch01|graph|ranks1|ch09-bf16|ch11|bench11)\  ]]; then
+  if [[ " $stages " =~ \ (gpu-tests|ch01|graph|ranks1|ch09-bf16|ch11|bench11|profile11)\  ]]; then
     "$python" -c 'import torch,sys;sys.exit(0 if torch.cuda.is_available() else 1)' ||
       die "$python's torch sees no GPU (torch.cuda.is_available() is False): every stage but configure, build and suite needs one"
   fi
@@ -301,7 +311,7 @@ EOF
 
   local name
   for name in $stages; do
-    declare -F "stage_$name" >/dev/null || die "unknown stage $name (configure, build, gpu-tests, ch01, graph, ranks1, ch09-bf16, ch11, bench11, suite)"
+    declare -F "stage_$name" >/dev/null || die "unknown stage $name (configure, build, gpu-tests, ch01, graph, ranks1, ch09-bf16, ch11, bench11, profile11, suite)"
   done
   for name in $stages; do stage "$name"; done
   echo "gpu_check.sh: results in $results"

@@ -54,7 +54,7 @@ def row_of(op):
 
 
 def read(path):
-    header, rows = None, {}
+    header, rows, calls = None, {}, 0
     with open(path) as f:
         for line in f:
             record = json.loads(line)
@@ -62,13 +62,14 @@ def read(path):
                 header = record
             elif record["type"] == "op":
                 rows[row_of(record)] = rows.get(row_of(record), 0.0) + record["self_us"]
+                calls += record["calls"]
     if header is None or header["steps"] < 1:
         sys.exit(f"error: {path} holds no profile line with steps")
     steps = header["steps"]
     ms = {row: us / 1000 / steps for row, us in rows.items()}
     step_ms = header["steps_s"] * 1000 / steps
     ms[ROWS[-1]] = step_ms - sum(ms.values())
-    return header["impl"], ms, step_ms
+    return header["impl"], ms, step_ms, calls / steps
 
 
 def bench_table(path, part):
@@ -107,19 +108,23 @@ def profile_table(paths):
     impls = []
     for path in paths:
         path, _, label = path.partition("=")
-        impl, ms, step_ms = read(path)
-        impls.append((label or impl, ms, step_ms))
-    print("| ms a step | " + " | ".join(impl for impl, _, _ in impls) + " |")
+        impl, ms, step_ms, calls = read(path)
+        impls.append((label or impl, ms, step_ms, calls))
+    # A step of milliseconds (a GPU's) gets two decimals, a CPU's one.
+    digits = 2 if max(step_ms for _, _, step_ms, _ in impls) < 50 else 1
+    print("| ms a step | " + " | ".join(impl for impl, _, _, _ in impls) + " |")
     print("|---|" + "---:|" * len(impls))
     for row in ROWS:
         cells = []
-        for _, ms, step_ms in impls:
+        for _, ms, step_ms, _ in impls:
             value = ms.get(row, 0.0)
-            cells.append(f"{value:.1f} ({100 * value / step_ms:.0f}%)" if value else "–")
+            cells.append(f"{value:.{digits}f} ({100 * value / step_ms:.0f}%)" if value else "–")
         print(f"| {row} | " + " | ".join(cells) + " |")
-    print("| **the step (profiled)** | " + " | ".join(f"**{step_ms:.1f}**" for _, _, step_ms in impls) + " |")
+    print("| **the step (profiled)** | " + " | ".join(f"**{step_ms:.{digits}f}**" for _, _, step_ms, _ in impls) + " |")
     print("| step / matrix products | " +
-          " | ".join(f"{step_ms / ms[ROWS[0]]:.2f}" for _, ms, step_ms in impls) + " |")
+          " | ".join(f"{step_ms / ms[ROWS[0]]:.2f}" for _, ms, step_ms, _ in impls) + " |")
+    print("| operations a step (each one the profiler saw) | " +
+          " | ".join(f"{calls:.0f}" for _, _, _, calls in impls) + " |")
 
 
 def main(argv):

@@ -116,20 +116,20 @@ ch10::Link measure_link(workbook::Program& program, bool quick, int partner) {
 // (Open MPI 4 and 5: 3 recursive doubling, 4 ring, 6 Rabenseifner). They
 // are read when MPI starts, so the program sets them in its own
 // environment before it connects: one algorithm per run.
-// The steps (ZeRO's reduce-scatter and all-gather) use the algorithms the
-// model charges: the ring for all-gather and all-reduce, recursive halving
-// for MPI_Reduce_scatter_block (Open MPI has no ring for it). Left to
-// itself, Open MPI 4 reduce-scatters by a reduce to one rank and a scatter.
+// The steps (ZeRO's reduce-scatter and all-gather) use the algorithm the
+// model charges, the ring, for all three (the Communicator reduce-scatters
+// with MPI_Reduce_scatter: Note [MPI_Reduce_scatter, not _block] in
+// common/src/communicator_mpi.cpp).
 // BEGIN SOLUTION NOTE ex10.4
-// Recursive halving moves the ring's bytes, in fewer steps; a reduce and a
-// scatter move twice as many.
+// Left to itself Open MPI may pick recursive halving (the ring's bytes in
+// log₂p steps, not p − 1), which the model's ring would charge α too often.
 // END SOLUTION NOTE
 void force_open_mpi_algorithm(const std::string& allreduce) {
   const char* number = allreduce == "ring" ? "4" : allreduce == "recursive_doubling" ? "3" : "6";
   setenv("OMPI_MCA_coll_tuned_use_dynamic_rules", "1", 1);
   setenv("OMPI_MCA_coll_tuned_allreduce_algorithm", number, 1);
   setenv("OMPI_MCA_coll_tuned_allgather_algorithm", "4", 1);
-  setenv("OMPI_MCA_coll_tuned_reduce_scatter_block_algorithm", "3", 1);
+  setenv("OMPI_MCA_coll_tuned_reduce_scatter_algorithm", "3", 1);
 }
 
 // ---- the CPU's share: γ and the exchange's β ---------------------------------------
