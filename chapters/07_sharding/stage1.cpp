@@ -21,9 +21,15 @@ OptimizerStateSharding::OptimizerStateSharding(torch::nn::Module& model, workboo
   optimizer_ = make_optimizer({group_.get()}, {owned_});
 }
 
+// Note: [gradients dropped, not zeroed] As torch::optim::Optimizer::zero_grad
+// does by default (set_to_none): the next backward then writes each gradient
+// fresh instead of zeroing it here and adding into it there, two kernels a
+// parameter fewer. On a GPU each is a launch: Chapter 11's step, 52
+// parameters, launched 63 fills, 61 adds and 72 copies a step against
+// PyTorch's 13 copies (hpc/results/gpu-check-h200-2026-11-29-run3.md).
 void OptimizerStateSharding::zero_grad() {
   for (const torch::Tensor& p : group_->parameters())
-    if (p.grad().defined()) p.mutable_grad().zero_();
+    if (p.grad().defined()) p.mutable_grad().reset();
 }
 
 void OptimizerStateSharding::step() {

@@ -55,7 +55,7 @@ def main(train, baseline_path, work):
             sys.exit(f"pytorch_gpt_baseline.py {' '.join(variant)}: losses (4 steps, then held-out) {theirs}, "
                      f"ch11_train's {reference}: not the same work")
     for path in profiles:
-        impl, ms, step_ms = tables.read(path)
+        impl, ms, step_ms, _ = tables.read(path)
         if not (ms.get(tables.ROWS[0], 0) > 0 and ms.get(tables.ROWS[1], 0) > 0 and step_ms > 0):
             sys.exit(f"{path} ({impl}): no matrix products or no fused attention in its profile: {ms}")
     print(f"the same losses, fused and masked: {reference}; both profiles render")

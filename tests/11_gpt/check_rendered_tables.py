@@ -2,7 +2,10 @@
 """Every table of a results.md that says where it comes from is what its
 command prints from the kept files today.
 
-    check_rendered_tables.py RESULTS_MD
+    check_rendered_tables.py [--write] RESULTS_MD
+
+--write puts each table back as its command prints it (for the writer,
+after a data file or tables.py changed), and checks nothing.
 
 A table's source is the comment above it, `<!-- rendered: tables.py ARGS -->`,
 run with this Python in the results file's folder (ARGS name kept files
@@ -17,10 +20,10 @@ import sys
 MARK = "<!-- rendered: "
 
 
-def main(path):
+def main(path, write=False):
     folder = os.path.dirname(os.path.abspath(path))
     lines = open(path).read().splitlines()
-    found = 0
+    found, rewritten = 0, []
     for i, line in enumerate(lines):
         if not line.startswith(MARK):
             continue
@@ -36,6 +39,9 @@ def main(path):
                 break
             if following.strip():
                 written.append(following)
+        if write:
+            rewritten.append((i + 1, len(written), expected))
+            continue
         for k, (want, have) in enumerate(zip(expected, written)):
             if want != have:
                 sys.exit(f"{path}:{i + 2 + k}: the table differs from `{' '.join(command)}`:\n"
@@ -45,9 +51,18 @@ def main(path):
                      f"{len(expected)}")
     if found == 0:
         sys.exit(f"{path}: no `{MARK}...-->` table to check")
+    if write:
+        for start, count, table in reversed(rewritten):
+            lines[start:start + count] = table
+        with open(path, "w") as out:
+            out.write("\n".join(lines) + "\n")
+        print(f"{path}: {found} table(s) rendered again")
+        return 0
     print(f"{path}: {found} table(s) as rendered from their files")
     return 0
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--write"]:
+        sys.exit(main(sys.argv[2], write=True))
     sys.exit(main(sys.argv[1]))
