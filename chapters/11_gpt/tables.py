@@ -5,6 +5,8 @@
     python3 tables.py bench measured/bench_X.jsonl PART   # `workbook bench ch11 --json`'s medians
     python3 tables.py profile FILE[=LABEL]...             # where a step's time goes
     python3 tables.py before-after measured/before_after_X.jsonl  # a step before and after a change
+    python3 tables.py ops NAME,NAME... FILE[=LABEL]...    # those operations' calls a step
+    python3 tables.py calls measured/reduce_scatter_calls_X.jsonl  # MPI calls timed alone
 
 The profile: from the --profile files of ch11_train and pytorch_gpt_baseline.py.
 Each operation's self time (workbook/op_profile.hpp) goes into one row, by its
@@ -83,8 +85,10 @@ def bench_table(path, part):
     print(f"| {rows[0]['ranks']} rank(s) x {rows[0]['threads']} thread(s) | runs | s a step | sequences/s | "
           "held-out loss | vs reference |")
     print("|---|---:|---:|---:|---:|---:|")
+    steps = {row["impl"]: batch[row["impl"]] / row["samples_per_s"] for row in rows}
+    digits = 4 if min(steps.values()) < 0.05 else 3  # a GPU's milliseconds
     for row in rows:
-        print(f"| {row['impl']} | {row['runs']} | {batch[row['impl']] / row['samples_per_s']:.3f} | {row['samples_per_s']:.1f} | "
+        print(f"| {row['impl']} | {row['runs']} | {steps[row['impl']]:.{digits}f} | {row['samples_per_s']:.1f} | "
               f"{row['test_loss']:.4f} | {row['vs_reference']:.2f}x |")
 
 
@@ -127,9 +131,43 @@ def profile_table(paths):
           " | ".join(f"{calls:.0f}" for _, _, _, calls in impls) + " |")
 
 
+def ops_table(names, paths):
+    """Calls a step of each named operation (on a GPU, each is a kernel launched)."""
+    columns = []
+    for path in paths:
+        path, _, label = path.partition("=")
+        lines = [json.loads(line) for line in open(path)]
+        header = next(line for line in lines if line["type"] == "profile")
+        calls = {}
+        for line in lines:
+            if line["type"] == "op" and line["name"] in names:
+                calls[line["name"]] = calls.get(line["name"], 0) + line["calls"]
+        columns.append((label or header["impl"], {name: calls.get(name, 0) / header["steps"] for name in names}))
+    print("| calls a step | " + " | ".join(label for label, _ in columns) + " |")
+    print("|---|" + "---:|" * len(columns))
+    for name in names:
+        print(f"| `{name}` | " + " | ".join(f"{calls[name]:.0f}" for _, calls in columns) + " |")
+
+
+def calls_table(path):
+    """measured/reduce_scatter_calls.c's lines: each MPI call's time, by rank count."""
+    lines = [json.loads(line) for line in open(path)]
+    print("| call | ranks | MB | s (median) | s (best) |")
+    print("|---|---:|---:|---:|---:|")
+    for line in lines:
+        print(f"| `{line['call']}` | {line['ranks']} | {line['bytes'] / 1e6:.1f} | {line['median_s']:.3f} | "
+              f"{line['best_s']:.3f} |")
+
+
 def main(argv):
-    if len(argv) < 2 or argv[0] not in ("bench", "profile", "before-after"):
+    if len(argv) < 2 or argv[0] not in ("bench", "profile", "before-after", "ops", "calls"):
         sys.exit(__doc__)
+    if argv[0] == "calls":
+        calls_table(argv[1])
+        return 0
+    if argv[0] == "ops":
+        ops_table(argv[1].split(","), argv[2:])
+        return 0
     if argv[0] == "bench":
         bench_table(argv[1], int(argv[2]) if len(argv) > 2 else 0)
     elif argv[0] == "before-after":

@@ -264,7 +264,7 @@ class MpiCommunicator final : public Communicator {
   // counts is the same operation, and its decision picks recursive halving
   // or a ring. Measured with 13 MB of float32 (Chapter 11's gradients) on 2
   // emulated nodes at 1 Gbit/s (chapters/11_gpt/measured/reduce_scatter_calls_*):
-  // 0.131 s against 0.054 s at 2 ranks, 0.253 s against 0.089 s at 4 (2 a
+  // 0.131 s against 0.053 s at 2 ranks, 0.253 s against 0.089 s at 4 (2 a
   // node), medians; an all-reduce took 0.107 s and 0.152 s.
   void do_reduce_scatter(const torch::Tensor& input, torch::Tensor& output, ReduceOp op) override {
     const MPI_Op combine = op == ReduceOp::Max ? max_op(output.scalar_type()) : sum_op(output.scalar_type());

@@ -24,9 +24,10 @@ OptimizerStateSharding::OptimizerStateSharding(torch::nn::Module& model, workboo
 // Note: [gradients dropped, not zeroed] As torch::optim::Optimizer::zero_grad
 // does by default (set_to_none): the next backward then writes each gradient
 // fresh instead of zeroing it here and adding into it there, two kernels a
-// parameter fewer. On a GPU each is a launch: Chapter 11's step, 52
-// parameters, launched 63 fills, 61 adds and 72 copies a step against
-// PyTorch's 13 copies (hpc/results/gpu-check-h200-2026-11-29-run3.md).
+// parameter fewer. On a GPU each is a launch: Chapter 11's step on an H200
+// launched 52 zero_ and 52 add_ a step into its 52 gradients, where
+// PyTorch's, its gradients set to none, launched neither (`tables.py ops` on
+// chapters/11_gpt/measured/profile_h200_2026-11-29_*).
 void OptimizerStateSharding::zero_grad() {
   for (const torch::Tensor& p : group_->parameters())
     if (p.grad().defined()) p.mutable_grad().reset();

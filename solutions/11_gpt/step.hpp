@@ -35,6 +35,8 @@ class GptTrainer {
   // every rank's parameters are those one process would have after one step
   // of the same optimizer (Adam unless the constructor was given another) on
   // the whole model and the global batch (its rows in data-rank order).
+  // `bytes` and `targets` are on the stage's device (a GPU under NCCL), and
+  // so is every tensor the step hands a communicator.
   double step(const torch::Tensor& bytes, const torch::Tensor& targets);
 
   ch07::Sharding& sharding() { return *sharding_; }

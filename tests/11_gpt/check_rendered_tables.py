@@ -35,10 +35,9 @@ def main(path, write=False):
         expected = [l for l in printed.stdout.splitlines() if l.strip()]
         written = []
         for following in lines[i + 1:]:
-            if not following.strip() and written:
+            if not following.strip():
                 break
-            if following.strip():
-                written.append(following)
+            written.append(following)
         if write:
             rewritten.append((i + 1, len(written), expected))
             continue
