@@ -72,11 +72,21 @@ torch::Tensor FlatGroup::shard() const { return flat_.narrow(0, partition_.shard
 
 torch::Tensor FlatGroup::owned() const { return flat_.narrow(0, partition_.shard_begin(), partition_.owned_numel()); }
 
+// Note: [the gradients copied in one call] One _foreach_copy_ for all of
+// them, not a copy_ each: on a GPU, where each copy_ is a kernel launched
+// (52 a step in Chapter 11's GPT, chapters/11_gpt/results.md), ATen copies
+// a list of same-typed tensors with multi-tensor kernels, each launch
+// covering many; on a CPU it makes the same copies one by one. Not yet
+// measured on a GPU.
 torch::Tensor FlatGroup::gather_gradients() const {
   torch::Tensor gradients = torch::zeros_like(flat_);
+  std::vector<torch::Tensor> into, from;
   for (size_t i = 0; i < parameters_.size(); ++i)
-    if (parameters_[i].grad().defined())
-      gradients.narrow(0, partition_.offsets[i], partition_.sizes[i]).copy_(parameters_[i].grad().reshape({-1}));
+    if (parameters_[i].grad().defined()) {
+      into.push_back(gradients.narrow(0, partition_.offsets[i], partition_.sizes[i]));
+      from.push_back(parameters_[i].grad().reshape({-1}));
+    }
+  if (!into.empty()) at::_foreach_copy_(into, from);
   return gradients;
 }
 

@@ -27,8 +27,9 @@ inline std::vector<ch11::MeshShape> step_shapes(int ranks) {
       for (int t = 1; t <= ranks; ++t)
         if (d * p * t == ranks) shapes.push_back({d, p, t});
   // One axis of data or pipeline first: their meshes are built by one_axis_mesh
-  // and their blocks are the whole model's, so an exercise is tested before
-  // ex11.1 and ex11.3 are.
+  // and their blocks are the whole model's, so an exercise's first failures
+  // are its own, before the shapes that need ex11.1 and ex11.3 (every shape
+  // needs ex11.2: the last stage's loss).
   std::stable_sort(shapes.begin(), shapes.end(), [ranks](const ch11::MeshShape& a, const ch11::MeshShape& b) {
     return (a.tensor == 1 && (a.data == ranks || a.pipeline == ranks)) >
            (b.tensor == 1 && (b.data == ranks || b.pipeline == ranks));
