@@ -14,11 +14,14 @@ timed steps, from the batch in hand to the loss on the host).
 At one rank it is plain PyTorch eager; started as several ranks (mpirun's,
 srun's or torchrun's variables) it wraps the model in DistributedDataParallel
 (gloo), each rank taking its rows of the global batch as ch11_train's data
-ranks do. --compile trains through torch.compile.
+ranks do; with --tensor equal to the ranks it splits each block over them
+with PyTorch's own tensor parallelism instead (pytorch_gpt_tensor_parallel.py).
+--compile trains through torch.compile.
 
     python3 pytorch_gpt_baseline.py --steps 30 --threads 1 --json out.jsonl
     python3 pytorch_gpt_baseline.py --steps 30 --threads 1 --compile
     mpirun -n 2 python3 pytorch_gpt_baseline.py --steps 30 --threads 1
+    mpirun -n 2 python3 pytorch_gpt_baseline.py --steps 30 --threads 1 --tensor 2
 """
 import argparse
 import gzip
@@ -139,8 +142,8 @@ def rendezvous():
 
 
 def variant_of(args, world):
-    return ("pytorch-ddp" if world > 1 else "pytorch-compile" if args.compile else
-            "pytorch-masked" if args.masked else "pytorch-python")
+    return ("pytorch-tp" if args.tensor > 1 else "pytorch-ddp" if world > 1 else "pytorch-compile" if args.compile
+            else "pytorch-masked" if args.masked else "pytorch-python")
 
 
 def write_profile(profile, path, impl, step_seconds):
@@ -182,8 +185,10 @@ def main():
     p.add_argument("--compile", action="store_true",
                    help="train through torch.compile (its compilation falls in the untimed warm-up steps)")
     args = p.parse_args()
-    if args.tensor != 1 or args.pipeline != 1:
-        sys.exit("error: this baseline runs data ranks only (--tensor 1 --pipeline 1)")
+    if args.pipeline != 1:
+        sys.exit("error: this baseline runs no pipeline (--pipeline 1)")
+    if args.tensor > 1 and (args.compile or args.masked):
+        sys.exit("error: --tensor runs the fused attention, eager (no --compile, no --masked)")
     for path in (args.profile, args.json):  # a path that cannot be written fails now, not after training
         if path:
             try:
@@ -192,9 +197,14 @@ def main():
                 sys.exit(f"error: cannot write {path}: {e.strerror}")
 
     rank, world = launch_env()
-    rows = args.batch // world
-    if args.batch % (world * args.micro_batches):
-        sys.exit(f"error: --batch {args.batch} does not cut into {world} ranks x {args.micro_batches} micro-batches")
+    if world % args.tensor:
+        sys.exit(f"error: {world} ranks do not make tensor groups of {args.tensor}")
+    data, data_rank = world // args.tensor, rank // args.tensor  # ch11_train's mesh with one pipeline stage
+    if args.tensor > 1 and data > 1:
+        sys.exit("error: --tensor runs tensor ranks only: as many ranks as --tensor")
+    rows = args.batch // data
+    if args.batch % (data * args.micro_batches):
+        sys.exit(f"error: --batch {args.batch} does not cut into {data} data ranks x {args.micro_batches} micro-batches")
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     train_text, validation_text = load_corpus(args.data)
@@ -206,7 +216,11 @@ def main():
         import torch.distributed as dist
         from torch.nn.parallel import DistributedDataParallel
         dist.init_process_group("gloo", init_method=rendezvous(), rank=rank, world_size=world)
-        model = DistributedDataParallel(model)  # buckets of 25 MiB, all-reduced as backward fills them
+        if args.tensor > 1:
+            from pytorch_gpt_tensor_parallel import tensor_parallel
+            model = tensor_parallel(model, args.tensor)
+        else:
+            model = DistributedDataParallel(model)  # buckets of 25 MiB, all-reduced as backward fills them
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
     train_model = torch.compile(model) if args.compile else model
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
@@ -224,7 +238,7 @@ def main():
             profile = torch.autograd.profiler.profile()
             profile.__enter__()
         inputs, targets = sample_windows(train_text, args.batch, args.context, windows)
-        inputs, targets = (t[rank * rows:(rank + 1) * rows].to(device) for t in (inputs, targets))
+        inputs, targets = (t[data_rank * rows:(data_rank + 1) * rows].to(device) for t in (inputs, targets))
         sync()
         step_started = time.perf_counter()
         optimizer.zero_grad()
@@ -248,7 +262,7 @@ def main():
         write_profile(profile, args.profile, variant_of(args, world), step_seconds)
 
     held_out = torch.Generator().manual_seed(args.seed + 2)
-    inputs, targets = sample_windows(validation_text, VALIDATION_WINDOWS - VALIDATION_WINDOWS % world,
+    inputs, targets = sample_windows(validation_text, VALIDATION_WINDOWS - VALIDATION_WINDOWS % data,
                                      args.context, held_out)
     model.eval()
     with torch.no_grad():
