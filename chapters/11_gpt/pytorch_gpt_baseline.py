@@ -15,13 +15,16 @@ At one rank it is plain PyTorch eager; started as several ranks (mpirun's,
 srun's or torchrun's variables) it wraps the model in DistributedDataParallel
 (gloo), each rank taking its rows of the global batch as ch11_train's data
 ranks do; with --tensor equal to the ranks it splits each block over them
-with PyTorch's own tensor parallelism instead (pytorch_gpt_tensor_parallel.py).
+with PyTorch's own tensor parallelism instead (pytorch_gpt_tensor_parallel.py),
+and with --pipeline equal to the ranks it runs PyTorch's own 1F1B pipeline
+(pytorch_gpt_pipeline.py).
 --compile trains through torch.compile.
 
     python3 pytorch_gpt_baseline.py --steps 30 --threads 1 --json out.jsonl
     python3 pytorch_gpt_baseline.py --steps 30 --threads 1 --compile
     mpirun -n 2 python3 pytorch_gpt_baseline.py --steps 30 --threads 1
     mpirun -n 2 python3 pytorch_gpt_baseline.py --steps 30 --threads 1 --tensor 2
+    mpirun -n 2 python3 pytorch_gpt_baseline.py --steps 30 --threads 1 --pipeline 2 --micro-batches 4
 """
 import argparse
 import gzip
@@ -142,7 +145,7 @@ def rendezvous():
 
 
 def variant_of(args, world):
-    return ("pytorch-tp" if args.tensor > 1 else "pytorch-ddp" if world > 1 else "pytorch-compile" if args.compile
+    return ("pytorch-tp" if args.tensor > 1 else "pytorch-pp" if args.pipeline > 1 else "pytorch-ddp" if world > 1 else "pytorch-compile" if args.compile
             else "pytorch-masked" if args.masked else "pytorch-python")
 
 
@@ -185,10 +188,10 @@ def main():
     p.add_argument("--compile", action="store_true",
                    help="train through torch.compile (its compilation falls in the untimed warm-up steps)")
     args = p.parse_args()
-    if args.pipeline != 1:
-        sys.exit("error: this baseline runs no pipeline (--pipeline 1)")
-    if args.tensor > 1 and (args.compile or args.masked):
-        sys.exit("error: --tensor runs the fused attention, eager (no --compile, no --masked)")
+    if (args.tensor > 1 or args.pipeline > 1) and (args.compile or args.masked):
+        sys.exit("error: --tensor and --pipeline run the fused attention, eager (no --compile, no --masked)")
+    if args.tensor > 1 and args.pipeline > 1:
+        sys.exit("error: one axis at a time: --tensor or --pipeline")
     for path in (args.profile, args.json):  # a path that cannot be written fails now, not after training
         if path:
             try:
@@ -197,11 +200,14 @@ def main():
                 sys.exit(f"error: cannot write {path}: {e.strerror}")
 
     rank, world = launch_env()
-    if world % args.tensor:
-        sys.exit(f"error: {world} ranks do not make tensor groups of {args.tensor}")
-    data, data_rank = world // args.tensor, rank // args.tensor  # ch11_train's mesh with one pipeline stage
-    if args.tensor > 1 and data > 1:
-        sys.exit("error: --tensor runs tensor ranks only: as many ranks as --tensor")
+    split = args.tensor * args.pipeline  # the ranks of one data rank
+    if world % split:
+        sys.exit(f"error: {world} ranks do not make groups of {split}")
+    data, data_rank = world // split, rank // split  # ch11_train's mesh, one axis split at most
+    if split > 1 and data > 1:
+        sys.exit("error: --tensor and --pipeline run one group: as many ranks as they name")
+    if args.pipeline > args.layers:
+        sys.exit(f"error: {args.pipeline} pipeline stages for {args.layers} layers: at most one stage a layer")
     rows = args.batch // data
     if args.batch % (data * args.micro_batches):
         sys.exit(f"error: --batch {args.batch} does not cut into {data} data ranks x {args.micro_batches} micro-batches")
@@ -212,6 +218,7 @@ def main():
     torch.manual_seed(args.seed)
     model = Gpt(args.layers, args.width, args.heads, args.context, fused=not args.masked).to(device)
     parameters = sum(t.numel() for t in model.parameters())
+    pipeline = None
     if world > 1:
         import torch.distributed as dist
         from torch.nn.parallel import DistributedDataParallel
@@ -219,6 +226,10 @@ def main():
         if args.tensor > 1:
             from pytorch_gpt_tensor_parallel import tensor_parallel
             model = tensor_parallel(model, args.tensor)
+        elif args.pipeline > 1:
+            from pytorch_gpt_pipeline import Pipeline
+            pipeline = Pipeline(model, rank, args.pipeline, args.micro_batches, device)
+            model = pipeline.part  # this stage's parameters, for Adam
         else:
             model = DistributedDataParallel(model)  # buckets of 25 MiB, all-reduced as backward fills them
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
@@ -242,14 +253,17 @@ def main():
         sync()
         step_started = time.perf_counter()
         optimizer.zero_grad()
-        step_loss = 0.0
-        for micro in range(args.micro_batches):  # gradients accumulate over the micro-batches
-            part = slice(micro * rows // args.micro_batches, (micro + 1) * rows // args.micro_batches)
-            micro_loss = loss_of(inputs[part], targets[part]) / args.micro_batches
-            micro_loss.backward()
-            step_loss += micro_loss.detach()
+        if pipeline:
+            step_loss = pipeline.step(inputs, targets)  # the micro-batches through 1F1B
+        else:
+            step_loss = 0.0
+            for micro in range(args.micro_batches):  # gradients accumulate over the micro-batches
+                part = slice(micro * rows // args.micro_batches, (micro + 1) * rows // args.micro_batches)
+                micro_loss = loss_of(inputs[part], targets[part]) / args.micro_batches
+                micro_loss.backward()
+                step_loss += micro_loss.detach()
         optimizer.step()
-        if world > 1:
+        if world > 1 and not pipeline:
             dist.all_reduce(step_loss, op=dist.ReduceOp.AVG)
         loss = float(step_loss)
         if step > WARMUP_STEPS:
@@ -266,7 +280,8 @@ def main():
                                      args.context, held_out)
     model.eval()
     with torch.no_grad():
-        validation_loss = float(loss_of(inputs.to(device), targets.to(device)))
+        validation_loss = (pipeline.evaluate(inputs, targets) if pipeline else
+                           float(loss_of(inputs.to(device), targets.to(device))))
     if world > 1:  # the rendezvous file, once every rank is past needing it
         dist.barrier()
         dist.destroy_process_group()
