@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
   bench->add_option("--json", bench_json, "write every run and the summary as JSON lines");
   static std::optional<int> bench_part;
   bench->add_option("--part", bench_part, "only this part of a chapter's bench (1: the first)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 99));
   // More arguments for every run go after `--` (e.g. `-- --device cuda`).
   bench->callback([&] {
     status = cmd_bench(bench_chapter, bench_ranks, bench_nodes, bench_repeats, bench_part, bench_json,

@@ -71,6 +71,17 @@ inline workbook::Gpt whole_model(const ch11::MeshShape& shape, uint64_t seed) {
   return workbook::Gpt(step_model(shape.pipeline > 2 ? shape.pipeline : 2));
 }
 
+// The whole model of a bfloat16 test: its token embedding scaled by 25, so
+// that the logits are of order 1 and bfloat16's rounding shows in the loss
+// (at GPT-2's initialisation they are near 0, and the loss is ln 256 to
+// within 1e-6 whatever the products' precision).
+inline workbook::Gpt whole_model_for_bfloat16(const ch11::MeshShape& shape, uint64_t seed) {
+  workbook::Gpt whole = whole_model(shape, seed);
+  torch::NoGradGuard no_grad;
+  whole->tokens->weight.mul_(25.0);
+  return whole;
+}
+
 // Every gradient averaged over the data group (each data rank's loss is the
 // mean over its own rows): what ex11.4's test does after the tied gradients.
 inline void average_over_data_group(ch11::GptStageImpl& stage, const ch11::Mesh& mesh) {

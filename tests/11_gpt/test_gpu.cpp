@@ -78,12 +78,7 @@ TEST_CASE("ex11.5 on the GPU under bfloat16 autocast the loss stays near float32
   auto world = nccl();
   const torch::Device device = world->device();
   const ch11::MeshShape shape{world->size(), 1, 1};
-  workbook::Gpt whole = gpt_parts::whole_model(shape, 62);
-  {
-    // Logits of order 1, as in ex11.5's CPU test, so that bfloat16 shows.
-    torch::NoGradGuard no_grad;
-    whole->tokens->weight.mul_(25.0);
-  }
+  workbook::Gpt whole = gpt_parts::whole_model_for_bfloat16(shape, 62);
   const torch::Tensor bytes = torch::randint(0, 256, {8, 16}, torch::kInt64);
   const torch::Tensor targets = torch::randint(0, 256, {8, 16}, torch::kInt64);
   const double whole_loss = whole->loss(bytes, targets).item<double>();
