@@ -15,9 +15,10 @@ At one rank it is plain PyTorch eager; started as several ranks (mpirun's,
 srun's or torchrun's variables) it wraps the model in DistributedDataParallel
 (gloo), each rank taking its rows of the global batch as ch11_train's data
 ranks do; with --tensor equal to the ranks it splits each block over them
-with PyTorch's own tensor parallelism instead, and with --pipeline equal to
-the ranks it runs PyTorch's own 1F1B pipeline (both in solutions/11_gpt/:
-read them after ex11.1 and ex11.4).
+with PyTorch's own tensor parallelism instead (pytorch_gpt_tensor_parallel.py),
+and with --pipeline equal to the ranks it runs PyTorch's own 1F1B pipeline
+(pytorch_gpt_pipeline.py). Both show how they split the model: read them
+after ex11.1 and ex11.4.
 --compile trains through torch.compile.
 
     python3 pytorch_gpt_baseline.py --steps 30 --threads 1 --json out.jsonl
@@ -47,9 +48,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "03_ddp"))
 from pytorch_baseline import peak_memory_bytes  # noqa: E402  (Chapter 1's: what the C++ programs report)
 from pytorch_ddp_baseline import launch_env  # noqa: E402  (Chapter 3's: mpirun's, srun's or torchrun's rank)
-# PyTorch's own tensor and pipeline parallelism for --tensor and --pipeline, kept beside the
-# reference: how they split the model is what ex11.1 and ex11.4 ask.
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "solutions", "11_gpt"))
 
 
 class Attention(nn.Module):

@@ -1,16 +1,12 @@
 """PyTorch's own tensor parallelism for the bench's GPT (pytorch_gpt_baseline.py
 --tensor N): torch.distributed.tensor.parallel's ColwiseParallel and
-RowwiseParallel on each block, as Megatron-LM splits it and as ch11's
-TensorParallelBlock (ex11.1) does: q, k, v and the MLP's expansion by
-columns (whole heads, whole hidden features on a rank), the attention's
-projection and the MLP's contraction by rows, each block's output summed
-over the tensor group once after attention and once after the MLP.
+RowwiseParallel on each block's Linears. Its plan (tensor_parallel below) is
+ex11.1's answer: read it after.
 
-Note: [three Linears for the fused qkv] ColwiseParallel gives a rank a
-contiguous block of a weight's rows. gpt.hpp fuses q, k and v into one
-Linear of 3·width rows, whose contiguous half would hold all of q and half
-of k, not half of each; so each block's qkv becomes three Linears, holding
-the same rows (the same weights), and a rank's rows of each are its heads.
+Note: [three Linears for the fused qkv] Each block's fused qkv becomes three
+Linears holding the same rows (the same weights), so that ColwiseParallel's
+contiguous rows of each are whole heads (why the fused one would not do is
+ex11.1's question).
 
 Note: [the embedding and the output replicated] ch11_train splits the
 tied embedding and the output's logits by vocabulary (ex11.2, ex11.4).

@@ -1,14 +1,12 @@
 """PyTorch's own pipeline for the bench's GPT (pytorch_gpt_baseline.py
 --pipeline N): torch.distributed.pipelining's Schedule1F1B over N stages, a
-stage a rank, the layers cut as ch11's GptStage cuts them, the tied
-embedding's two copies given one gradient as ch11's step gives them.
+stage a rank, the layers cut as ch11's GptStage cuts them. Its step is
+ex11.4's answer for the tied embedding: read it after.
 
 Note: [the tied embedding on two stages] The first stage looks bytes up in
-the token embedding and the last multiplies by it for the logits. Each
-holds its own copy, from the same whole weights; after backward the two
-gradients are summed over the pair (the one gradient of the tied weight),
-so that Adam steps both copies alike and they stay one weight. ch11's
-step does the same (ex11.4's add_tied_embedding_gradients).
+the token embedding and the last multiplies by it for the logits; each holds
+its own copy, from the same whole weights, and the two stay one weight as
+ch11's step keeps them (ex11.4's question).
 """
 import torch
 import torch.distributed as dist
