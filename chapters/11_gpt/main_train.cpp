@@ -5,7 +5,8 @@
 //   mpirun -n 4 ch11_train [--tensor 2] [--pipeline 1] (data: the ranks left)
 //                          [--layers 4] [--width 256] [--heads 4] [--context 128]
 //                          [--steps 200] [--batch 16] [--micro-batches 4] [--lr 3e-3]
-//                          [--bf16] [--recompute] [--sample 200] [--data DIR] [--seed 0]
+//                          [--bf16] [--recompute] [--overlap [--bucket-mib 1]]
+//                          [--sample 200] [--data DIR] [--seed 0]
 //   workbook run ch11 --ranks 4 [--solution] -- ARGS
 //
 // Every rank builds the same whole model from --seed and keeps its part; every
@@ -61,12 +62,17 @@ int train(workbook::Program& program) {
       ->check(CLI::PositiveNumber);
   cli.add_flag("--bf16", step_options.bfloat16, "matrix products in bfloat16 under autocast");
   cli.add_flag("--recompute", step_options.recompute, "each block's activations recomputed in backward");
+  double bucket_mib = 1.0;
+  cli.add_flag("--overlap", step_options.overlap,
+               "the data group's collectives during backward, bucket by bucket (data ranks only)");
+  cli.add_option("--bucket-mib", bucket_mib, "with --overlap: a bucket's most, in MiB")->check(CLI::PositiveNumber);
   cli.add_option("--sample", sample, "bytes of text to generate at the end (0: none)")->check(CLI::NonNegativeNumber);
   cli.add_option("--report-every", report_every, "steps between loss lines")->check(CLI::PositiveNumber);
   cli.add_option("--profile", profile_file,
                  "rank 0's timed steps, operation by operation, into this file (workbook/op_profile.hpp)");
   const workbook::TrainFlags& flags = program.parse();
   step_options.learning_rate = flags.lr;
+  step_options.bucket_cap_bytes = static_cast<int64_t>(bucket_mib * (1 << 20));
 
   // Note [checks before communication] (program.hpp): every rank checks the
   // flags the same way, before anything is sent.
@@ -79,6 +85,9 @@ int train(workbook::Program& program) {
   WB_CHECK(model.heads % shape.tensor == 0, "{} heads cannot be split over {} tensor ranks", model.heads, shape.tensor);
   WB_CHECK(model.vocabulary % shape.tensor == 0, "a vocabulary of {} cannot be split over {} tensor ranks",
            model.vocabulary, shape.tensor);
+  WB_CHECK(!step_options.overlap || (shape.tensor == 1 && shape.pipeline == 1),
+           "--overlap needs data ranks only, not tensor {} × pipeline {} (Note [overlap at data-only layouts] in "
+           "overlap.hpp)", shape.tensor, shape.pipeline);
   WB_CHECK(shape.pipeline <= model.layers, "{} pipeline stages for {} layers: at most one stage a layer",
            shape.pipeline, model.layers);
   WB_CHECK(flags.batch % (shape.data * step_options.micro_batches) == 0,
@@ -97,10 +106,12 @@ int train(workbook::Program& program) {
   stage->to(device);  // after the split, which copies on the CPU
   ch11::GptTrainer trainer(*stage, mesh, step_options);
   program.say("{} ranks: data {} × pipeline {} × tensor {}; {} parameters, {} on rank 0; {} steps of {} "
-              "sequences of {} bytes on {}{}{}",
+              "sequences of {} bytes on {}{}{}{}",
               ranks, shape.data, shape.pipeline, shape.tensor, parameters, workbook::count_parameters(*stage), steps,
               flags.batch, model.context, device.str(), step_options.bfloat16 ? ", bfloat16" : "",
-              step_options.recompute ? ", recomputed blocks" : "");
+              step_options.recompute ? ", recomputed blocks" : "",
+              step_options.overlap ? fmt::format(", the data group's collectives overlapped with backward (buckets of {} MiB)", bucket_mib)
+                                   : "");
 
   // The same draws on every rank: each takes its data rank's rows of the global batch.
   torch::Generator windows = at::make_generator<at::CPUGeneratorImpl>(flags.seed + 1);
@@ -161,6 +172,8 @@ int train(workbook::Program& program) {
                     {"parameters", parameters},
                     {"bfloat16", step_options.bfloat16},
                     {"recompute", step_options.recompute},
+                    {"overlap", step_options.overlap},
+                    {"bucket_mib", step_options.overlap ? bucket_mib : 0.0},
                     {"sample", text}};
   result.summary = fmt::format("GPT on data {} × pipeline {} × tensor {}: train loss {:.4f}, validation loss {:.4f} "
                                "(nats per byte), {:.0f} bytes/s, {:.3f} s a step (median)",

@@ -186,6 +186,10 @@ def main():
                         "scaled_dot_product_attention")
     p.add_argument("--profile", default=None,
                    help="the timed steps, operation by operation, into this file (the lines of workbook/op_profile.hpp)")
+    p.add_argument("--overlap", action="store_true",
+                   help="accepted for ch11_train's sake: DDP always all-reduces its buckets during backward")
+    p.add_argument("--bucket-mib", type=float, default=None,
+                   help="DDP's bucket_cap_mb (its default: 25), as ch11_train's --bucket-mib")
     p.add_argument("--compile", action="store_true",
                    help="train through torch.compile (its compilation falls in the untimed warm-up steps)")
     args = p.parse_args()
@@ -232,7 +236,8 @@ def main():
             pipeline = Pipeline(model, rank, args.pipeline, args.micro_batches, device)
             model = pipeline.part  # this stage's parameters, for Adam
         else:
-            model = DistributedDataParallel(model)  # buckets of 25 MiB, all-reduced as backward fills them
+            # Buckets (the first 1 MiB, the others 25 MiB unless --bucket-mib), all-reduced as backward fills them.
+            model = DistributedDataParallel(model, **({"bucket_cap_mb": args.bucket_mib} if args.bucket_mib else {}))
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
     train_model = torch.compile(model) if args.compile else model
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <mutex>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -60,6 +61,18 @@ bool is_own_chunk(const torch::Tensor& input, const torch::Tensor& output, int r
   return input.data_ptr() == static_cast<const char*>(output.data_ptr()) + rank * input.nbytes();
 }
 
+// Note: [one call at a time] MPI is started SERIALIZED (communicator_mpi.cpp):
+// two threads may call it, never at once. A thread that communicates while
+// another computes (Chapter 4's reducer, Chapter 11's overlap) could meet a
+// call of the main thread's; so every call, on any Communicator, first takes
+// this process's turn, and a second thread's call waits for the first to
+// return. The watchdog, which watches one call a process, then sees every
+// call whole. Recursive: checking a collective makes a call of its own.
+std::recursive_mutex& turn() {
+  static std::recursive_mutex mutex;
+  return mutex;
+}
+
 }  // namespace
 
 const char* op_name(CommOp op) {
@@ -112,6 +125,7 @@ PendingExchange::~PendingExchange() {
 
 void PendingExchange::wait() {
   if (!wait_) return;
+  const std::lock_guard<std::recursive_mutex> my_turn(turn());  // Note [one call at a time]
   const watchdog::CallScope call(what_, timeout_s_, waiting_);
   const trace::Span span(trace::Kind::Wait, "wait: {}", what_);
   std::function<void()> waiting = std::move(wait_);
@@ -159,6 +173,7 @@ void Communicator::check_tensor(const torch::Tensor& tensor, CommOp op, const ch
 }
 
 struct Communicator::Call {
+  std::unique_lock<std::recursive_mutex> turn;  // first: taken before anything is counted or watched
   watchdog::CallScope watched;
   trace::Span span;  // a collective's whole time, waiting for the others included
 };
@@ -168,6 +183,7 @@ struct Communicator::Call {
 // compared across ranks before any data moves.
 std::unique_ptr<Communicator::Call> Communicator::begin(CommOp op, const torch::Tensor* tensor, int64_t count, int peer,
                                        ReduceOp reduce) {
+  std::unique_lock<std::recursive_mutex> my_turn(turn());
   const torch::ScalarType dtype = tensor ? tensor->scalar_type() : torch::kUInt8;
   if (tensor && reduce == ReduceOp::Average && (op == CommOp::AllReduce || op == CommOp::ReduceScatter))
     WB_ASSERT(tensor->is_floating_point(), "{} with average needs a floating-point tensor, got {}", op_name(op),
@@ -188,7 +204,7 @@ std::unique_ptr<Communicator::Call> Communicator::begin(CommOp op, const torch::
     waiting.collective = fmt::format("{} #{} of ranks {}", op_name(op), stats_.collectives(),
                                      fmt::join(waiting.group, ","));
   }
-  auto scope = std::unique_ptr<Call>(new Call{watchdog::CallScope(what, options_.timeout_s, std::move(waiting)),
+  auto scope = std::unique_ptr<Call>(new Call{std::move(my_turn), watchdog::CallScope(what, options_.timeout_s, std::move(waiting)),
                                               trace::Span(trace::Kind::Communication, "{}", what)});
   if (collective && options_.check_collectives && size() > 1) {
     // A fixed-length signature: the collective's place in the sequence of

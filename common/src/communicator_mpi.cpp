@@ -110,8 +110,9 @@ void start_mpi(const LaunchEnv& env, double timeout_s) {
   MPI_Initialized(&initialized);
   if (!initialized) {
     // Note: SERIALIZED, not MULTIPLE: one thread at a time calls MPI (a
-    // communication thread in Chapter 4 takes turns with the main thread).
-    // The watchdog thread never calls MPI.
+    // communication thread in Chapters 4 and 11 takes turns with the main
+    // thread: Note [one call at a time] in communicator.cpp). The watchdog
+    // thread never calls MPI.
     int provided = 0;
     int code = 0;
     {
