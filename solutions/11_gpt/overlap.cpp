@@ -149,7 +149,8 @@ void OverlappedSharding::launch(size_t b) {
 // Note: [collectives that leave the core] MPI_Reduce_scatter spins until
 // its data has come: from the communication thread it would take, for a
 // bucket's whole time on the link, half of the core that backward runs on.
-// Measured on 2 emulated nodes at 1 Gbit/s (2026-11-30, one rank a node):
+// Traced on 2 emulated nodes at 1 Gbit/s (2026-11-30, one rank a node, a
+// draft of fbf326e whose thread called the library; the traces not kept):
 // the buckets reduced that way during backward made it 39 ms longer (0.152
 // to 0.191 s), almost all that the overlap hid. So the thread moves a bucket
 // by exchanges, whose waits sleep between polls (Note [waiting without
