@@ -81,9 +81,8 @@ OverlappedSharding::OverlappedSharding(torch::nn::Module& model, workbook::Commu
         parameters_[i].register_hook([this, i](const torch::Tensor& gradient) { gradient_arrived(i, gradient); });
     hooks_.emplace_back(parameters_[i], handle);
   }
-  arrived_.assign(parameters_.size(), 0);
-  final_.assign(parameters_.size(), false);
-  for (const auto& bucket : buckets_) missing_.push_back(bucket->parameters().size());
+  missing_.resize(buckets_.size());
+  start_step();
   patient_ = overlap && comm.size() > 1 && comm.backend() == workbook::Backend::Mpi;
   if (patient_) thread_ = std::thread([this] { communication_loop(); });
 }
@@ -93,6 +92,8 @@ OverlappedSharding::~OverlappedSharding() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
+    launched_ -= queue_.size();  // not started: dropped (a peer may never come)
+    queue_.clear();
   }
   changed_.notify_all();
   if (thread_.joinable()) thread_.join();
@@ -110,8 +111,26 @@ torch::Tensor OverlappedSharding::slot(size_t i) {
 }
 
 void OverlappedSharding::zero_grad() {
+  // A step that ended early (an error in backward) may have buckets in flight: they end first.
+  wait_for_launched();
+  start_step();
   for (torch::Tensor& p : parameters_)
     if (p.grad().defined()) p.mutable_grad().reset();
+}
+
+void OverlappedSharding::start_step() {
+  arrived_.assign(parameters_.size(), 0);
+  final_.assign(parameters_.size(), false);
+  for (size_t b = 0; b < buckets_.size(); ++b) missing_[b] = buckets_[b]->parameters().size();
+  next_to_launch_ = 0;
+  launched_from_hooks_ = 0;
+}
+
+void OverlappedSharding::wait_for_launched() {
+  if (!thread_.joinable()) return;
+  const workbook::trace::Span span(workbook::trace::Kind::Wait, "waiting for the buckets");
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [this] { return reduced_ == launched_; });
 }
 
 void OverlappedSharding::gradient_arrived(size_t i, const torch::Tensor& gradient) {
@@ -131,8 +150,8 @@ void OverlappedSharding::gradient_arrived(size_t i, const torch::Tensor& gradien
   --missing_[bucket_of_[i]];
   // In index order, on every rank: each rank's calls are then the same, in the same order.
   while (next_to_launch_ < buckets_.size() && missing_[next_to_launch_] == 0) {
+    if (thread_.joinable()) ++launched_from_hooks_;
     launch(next_to_launch_++);
-    ++launched_from_hooks_;
   }
 }
 
@@ -142,6 +161,7 @@ void OverlappedSharding::launch(size_t b) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back(b);
+    ++launched_;
   }
   changed_.notify_all();
 }
@@ -204,25 +224,17 @@ void OverlappedSharding::step() {
     final_[i] = true;
     --missing_[bucket_of_[i]];
   }
-  const size_t from_hooks = launched_from_hooks_;
+  last_launched_from_hooks_ = launched_from_hooks_;
   while (next_to_launch_ < buckets_.size()) launch(next_to_launch_++);
   if (thread_.joinable()) {
-    const workbook::trace::Span span(workbook::trace::Kind::Wait, "step: waiting for the buckets");
-    std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait(lock, [this] { return reduced_ == buckets_.size(); });
-    reduced_ = 0;
+    wait_for_launched();
+    // A collective that failed leaves its group unusable: every later step says so.
     if (failure_) std::rethrow_exception(failure_);
   } else {
     for (size_t b = 0; b < buckets_.size(); ++b) finish(b);
   }
-  // The next step: counts from this one if it was the first.
-  if (expected_.empty()) expected_ = arrived_;
-  arrived_.assign(parameters_.size(), 0);
-  final_.assign(parameters_.size(), false);
-  for (size_t b = 0; b < buckets_.size(); ++b) missing_[b] = buckets_[b]->parameters().size();
-  next_to_launch_ = 0;
-  last_launched_from_hooks_ = from_hooks;
-  launched_from_hooks_ = 0;
+  if (expected_.empty()) expected_ = arrived_;  // the first step's counts (Note [final gradients])
+  start_step();
 }
 
 void OverlappedSharding::communication_loop() {

@@ -15,9 +15,12 @@
 // FlatGroup of its own with an optimizer of its own, and goes through all
 // three as soon as its gradients are final: the same update (the tests hold
 // it to stage 1's). A bucket's parameters change while backward goes on:
-// safe, since backward has run every operation that uses them once their
-// gradients are final (each is used once a micro-batch's backward, and
-// their hooks fire after the operations that use them).
+// safe, since a parameter's hook runs when LibTorch is about to add its
+// gradient to .grad, after every operation of that backward that used it
+// has run and freed what it saved (the tied token rows, used at both ends,
+// wait for step() anyway).
+//
+// Read it after ex11.5 passes: GptTrainer's step is the same either way.
 #pragma once
 #include <condition_variable>
 #include <deque>
@@ -37,12 +40,15 @@ namespace ch11 {
 // data group's Communicator while backward runs on the main thread. Calls
 // take turns (Note [one call at a time] in communicator.cpp: MPI is started
 // SERIALIZED), so a call the main thread makes meanwhile waits for the
-// bucket in flight. That is safe only where the backward's own calls wait
-// for no other rank: at tensor 1 and pipeline 1 the stage's calls go to
-// groups of one rank. With a tensor or pipeline group of two, a rank's main
-// thread could wait behind its own bucket for a peer whose thread waits for
-// it: GptTrainer refuses overlap there. Under NCCL the thread would need its
-// own device and stream: there the buckets are reduced in step(), in order.
+// thread's call in progress to return (an exchange's wait, sleeps
+// included). That is safe only where the backward's own calls wait for no
+// other rank: at tensor 1 and pipeline 1 the stage's calls go to groups of
+// one rank. With a tensor or pipeline group of two, a rank's main thread
+// could wait for its turn behind its thread, whose exchange waits for a
+// peer's thread, which waits for its turn behind that peer's main thread,
+// which waits for this rank's: GptTrainer refuses overlap there. Under NCCL
+// the thread would need its own device and stream: there the buckets go in
+// step(), in order.
 //
 // Note: [final gradients] Backward runs once per micro-batch, and a bucket
 // may go only when its gradients are final: in the last micro-batch. The
@@ -51,7 +57,9 @@ namespace ch11 {
 // steps expect the same counts, and a parameter's last hook puts .grad plus
 // the incoming gradient (the hook runs before LibTorch adds it) into its
 // bucket. A parameter that gets fewer is taken from .grad in step(); one
-// that gets more is an error, since its bucket has gone. The parameters in
+// that gets more is an error, since its bucket may have been reduced and
+// stepped already. A step that ends early (an error in backward) is
+// abandoned by the next zero_grad(), once the buckets in flight are done. The parameters in
 // `held_back` (the tied token rows, which ex11.4's exchange changes after
 // the schedule) are one last bucket, reduced in step().
 class OverlappedSharding : public ch07::Sharding {
@@ -69,17 +77,22 @@ class OverlappedSharding : public ch07::Sharding {
   // place; returns when every bucket is. Collective.
   void step() override;
   ch07::HeldBytes held() const override;
-  // Every bucket's optimizer at once (its step steps each); held() counts their state.
+  // Every bucket's optimizer at once, for stepping only: its step steps
+  // each, but its state() is empty (each bucket's optimizer keeps its own,
+  // which held() counts), so Chapter 7's checkpoints cannot take it.
   torch::optim::Optimizer& optimizer() override { return *optimizer_; }
   std::vector<ch07::FlatGroup*> groups() override;
 
   bool overlapping() const { return patient_; }
-  // Buckets the last step reduce-scattered while backward ran (the rest in step()).
+  // Buckets the last step handed to the communication thread while backward
+  // ran (the rest in step(); none without the thread).
   size_t launched_from_hooks() const { return last_launched_from_hooks_; }
   size_t buckets() const { return buckets_.size(); }
 
  private:
   void gradient_arrived(size_t parameter, const torch::Tensor& gradient);
+  void start_step();          // this step's progress, afresh
+  void wait_for_launched();   // until the thread has finished every bucket handed to it
   torch::Tensor slot(size_t parameter);  // its place in its bucket's gradient buffer
   void launch(size_t bucket);
   void communication_loop();
@@ -109,7 +122,7 @@ class OverlappedSharding : public ch07::Sharding {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<size_t> queue_;
-  size_t reduced_ = 0;
+  size_t launched_ = 0, reduced_ = 0;  // buckets handed to the thread, and finished by it, ever
   std::exception_ptr failure_;
   bool stopping_ = false;
   std::thread thread_;

@@ -29,7 +29,7 @@ GptTrainer::GptTrainer(GptStageImpl& stage, const Mesh& mesh, const StepOptions&
   ch07::ShardingOptions buckets;
   buckets.bucket_cap_bytes = options.bucket_cap_bytes;
   buckets.first_bucket_bytes = std::min(buckets.first_bucket_bytes, options.bucket_cap_bytes);
-  // The tied token rows change after the schedule (ex11.4's exchange): reduced last, in step().
+  // The tied token rows are held back (Note [final gradients] in overlap.hpp).
   sharding_ = std::make_unique<OverlappedSharding>(stage_, *mesh.data, optimizer, std::vector<torch::Tensor>{stage_.tokens},
                                                    /*overlap=*/true, buckets);
 }

@@ -64,13 +64,24 @@ bool is_own_chunk(const torch::Tensor& input, const torch::Tensor& output, int r
 // Note: [one call at a time] MPI is started SERIALIZED (communicator_mpi.cpp):
 // two threads may call it, never at once. A thread that communicates while
 // another computes (Chapter 4's reducer, Chapter 11's overlap) could meet a
-// call of the main thread's; so every call, on any Communicator, first takes
-// this process's turn, and a second thread's call waits for the first to
-// return. The watchdog, which watches one call a process, then sees every
-// call whole. Recursive: checking a collective makes a call of its own.
-std::recursive_mutex& turn() {
-  static std::recursive_mutex mutex;
+// call of the main thread's; so every call on an MPI or NCCL Communicator
+// (takes_turns()) first takes this process's turn, and holds it until the
+// call returns, an exchange's wait included: a second thread's call waits
+// for the first to return. The watchdog, which watches one call a process,
+// then sees every call whole. (The turn is not taken in a wait's sleeps: a
+// call of another thread would then run inside the first's watch, and end
+// it.) A layout whose calls wait for other ranks' main threads cannot take
+// turns with a thread that waits for other ranks' threads: Chapter 11 keeps
+// its thread to data-only layouts (Note [overlap at data-only layouts]).
+// Chapter 10's simulated ranks are threads of one process that wait for each
+// other inside their calls: they take no turns.
+std::mutex& turn() {
+  static std::mutex mutex;
   return mutex;
+}
+
+std::unique_lock<std::mutex> my_turn(bool takes_turns) {
+  return takes_turns ? std::unique_lock<std::mutex>(turn()) : std::unique_lock<std::mutex>();
 }
 
 }  // namespace
@@ -106,6 +117,7 @@ PendingExchange& PendingExchange::operator=(PendingExchange&& other) noexcept {
     what_ = std::move(other.what_);
     timeout_s_ = other.timeout_s_;
     waiting_ = std::move(other.waiting_);
+    takes_turns_ = other.takes_turns_;
   }
   return *this;
 }
@@ -125,7 +137,7 @@ PendingExchange::~PendingExchange() {
 
 void PendingExchange::wait() {
   if (!wait_) return;
-  const std::lock_guard<std::recursive_mutex> my_turn(turn());  // Note [one call at a time]
+  const std::unique_lock<std::mutex> turn_taken = my_turn(takes_turns_);  // Note [one call at a time]
   const watchdog::CallScope call(what_, timeout_s_, waiting_);
   const trace::Span span(trace::Kind::Wait, "wait: {}", what_);
   std::function<void()> waiting = std::move(wait_);
@@ -173,7 +185,7 @@ void Communicator::check_tensor(const torch::Tensor& tensor, CommOp op, const ch
 }
 
 struct Communicator::Call {
-  std::unique_lock<std::recursive_mutex> turn;  // first: taken before anything is counted or watched
+  std::unique_lock<std::mutex> turn;  // first: taken before anything is counted or watched
   watchdog::CallScope watched;
   trace::Span span;  // a collective's whole time, waiting for the others included
 };
@@ -183,7 +195,7 @@ struct Communicator::Call {
 // compared across ranks before any data moves.
 std::unique_ptr<Communicator::Call> Communicator::begin(CommOp op, const torch::Tensor* tensor, int64_t count, int peer,
                                        ReduceOp reduce) {
-  std::unique_lock<std::recursive_mutex> my_turn(turn());
+  std::unique_lock<std::mutex> turn_taken = my_turn(takes_turns());
   const torch::ScalarType dtype = tensor ? tensor->scalar_type() : torch::kUInt8;
   if (tensor && reduce == ReduceOp::Average && (op == CommOp::AllReduce || op == CommOp::ReduceScatter))
     WB_ASSERT(tensor->is_floating_point(), "{} with average needs a floating-point tensor, got {}", op_name(op),
@@ -204,7 +216,7 @@ std::unique_ptr<Communicator::Call> Communicator::begin(CommOp op, const torch::
     waiting.collective = fmt::format("{} #{} of ranks {}", op_name(op), stats_.collectives(),
                                      fmt::join(waiting.group, ","));
   }
-  auto scope = std::unique_ptr<Call>(new Call{std::move(my_turn), watchdog::CallScope(what, options_.timeout_s, std::move(waiting)),
+  auto scope = std::unique_ptr<Call>(new Call{std::move(turn_taken), watchdog::CallScope(what, options_.timeout_s, std::move(waiting)),
                                               trace::Span(trace::Kind::Communication, "{}", what)});
   if (collective && options_.check_collectives && size() > 1) {
     // A fixed-length signature: the collective's place in the sequence of
@@ -323,6 +335,7 @@ PendingExchange Communicator::start_exchange(const torch::Tensor& send, int to, 
         std::move(what), options_.timeout_s);
     pending.waiting_.sends_to = {env_.job_rank(to)};
     pending.waiting_.receives_from = {env_.job_rank(from)};
+    pending.takes_turns_ = takes_turns();
     return pending;
   }
 }

@@ -228,6 +228,7 @@ class MpiCommunicator final : public Communicator {
     MPI_Comm_free(&check_);
   }
   Backend backend() const override { return Backend::Mpi; }
+  bool takes_turns() const override { return true; }  // Note [one call at a time] in communicator.cpp
   torch::Device device() const override { return torch::kCPU; }
   int64_t message_bytes() const override { return message_bytes_; }
 

@@ -115,6 +115,7 @@ class NcclCommunicator final : public Communicator {
     if (!finalized) MPI_Comm_free(&check_);
   }
   Backend backend() const override { return Backend::Nccl; }
+  bool takes_turns() const override { return true; }  // Note [one call at a time] in communicator.cpp
   // Not measured on a GPU yet: the MPI backend's shared-memory size (Note
   // [the message size follows the link] in communicator_mpi.cpp).
   int64_t message_bytes() const override { return int64_t{512} << 10; }

@@ -20,11 +20,10 @@ struct StepOptions {
   bool bfloat16 = false;  // matrix products in bfloat16 under autocast; LayerNorms and softmax in float32
   bool recompute = false; // each block's activations recomputed in backward (Chapter 9's checkpoint)
   double learning_rate = 3e-3;
-  // The data group's reduce-scatter, Adam's step on the shard and the
-  // all-gather, bucket by bucket, each bucket's as soon as the last
-  // micro-batch's backward has made its gradients (overlap.hpp, given), in
-  // place of Chapter 7's stage 1 after the schedule: the same update.
-  // Data-only layouts (tensor 1, pipeline 1): Note [overlap at data-only layouts].
+  // The sharding's collectives overlapped with backward: overlap.hpp's
+  // (given; read it after ex11.5 passes) in place of Chapter 7's stage 1,
+  // the same update, sooner. Data-only layouts (tensor 1, pipeline 1):
+  // Note [overlap at data-only layouts].
   bool overlap = false;
   int64_t bucket_cap_bytes = int64_t{1} << 20;  // with overlap: a bucket's most (DDP's first bucket's)
 };

@@ -79,11 +79,12 @@ class PendingExchange {
   bool pending() const { return static_cast<bool>(wait_); }
 
  private:
-  friend class Communicator;  // sets waiting_
+  friend class Communicator;  // sets waiting_ and takes_turns_
   std::function<void()> wait_;
   std::string what_;
   double timeout_s_ = 0.0;
   watchdog::Waiting waiting_;  // whom wait() waits for (the watchdog's wait board)
+  bool takes_turns_ = false;   // its Communicator's takes_turns()
 };
 
 // Note: [Communicator semantics]
@@ -110,6 +111,10 @@ class Communicator {
   const CommunicatorOptions& options() const { return options_; }
   virtual Backend backend() const = 0;
   virtual torch::Device device() const = 0;  // cpu, or this rank's GPU
+  // Whether each call takes this process's turn first (Note [one call at a
+  // time] in communicator.cpp): MPI's and NCCL's do; Chapter 10's simulated
+  // ranks, threads of one process that wait for each other, must not.
+  virtual bool takes_turns() const { return false; }
   // The message size this Communicator's transport moves at its best, for a
   // caller that cuts a large transfer into pieces (Chapter 4's ring chunks):
   // the same on every rank. Note [the message size follows the link] in
