@@ -7,6 +7,9 @@
     python3 tables.py before-after measured/before_after_X.jsonl  # a step before and after a change
     python3 tables.py ops NAME,NAME... FILE[=LABEL]...    # those operations' calls a step
     python3 tables.py calls measured/reduce_scatter_calls_X.jsonl  # MPI calls timed alone
+    python3 tables.py plan measured/plan_X.jsonl          # `ch11_plan --json`: each layout predicted / measured
+    python3 tables.py plan-summary measured/plan_X.jsonl  # the same in one sentence: within 20%, the pick
+    python3 tables.py links measured/plan_X.jsonl         # the links the plan fitted
 
 The profile: from the --profile files of ch11_train and pytorch_gpt_baseline.py.
 Each operation's self time (workbook/op_profile.hpp) goes into one row, by its
@@ -149,6 +152,59 @@ def ops_table(names, paths):
         print(f"| `{name}` | " + " | ".join(f"{calls[name]:.0f}" for _, calls in columns) + " |")
 
 
+def plan_lines(path):
+    lines = [json.loads(line) for line in open(path)]
+    plans = sorted((line for line in lines if line["type"] == "plan"), key=lambda p: p["predicted"])
+    if not plans:
+        sys.exit(f"error: {path} holds no plan line")
+    return plans
+
+
+def layout_name(plan):
+    return f"{plan['data']}×{plan['pipeline']}×{plan['tensor']}, m = {plan['micro_batches']}"
+
+
+def plan_table(path):
+    """`ch11_plan --json`'s layouts, fastest predicted first: seconds a step, predicted / measured."""
+    plans = plan_lines(path)
+    fastest = min(plans, key=lambda p: p["measured"])
+    print("| layout d×p×t | predicted | measured | ratio | MFU |")
+    print("|---|---:|---:|---:|---:|")
+    for plan in plans:
+        marks = [m for m, yes in (("predicted fastest", plan is plans[0]), ("measured fastest", plan is fastest)) if yes]
+        name = layout_name(plan) + (f" ({', '.join(marks)})" if marks else "")
+        print(f"| {name} | {plan['predicted']:.3f} | {plan['measured']:.3f} | "
+              f"{plan['predicted'] / plan['measured']:.2f} | {plan['mfu']:.2f} |")
+
+
+def plan_summary(path):
+    """One sentence: how many layouts the plan predicted within 20%, and how its pick fared."""
+    plans = plan_lines(path)
+    ratios = [p["predicted"] / p["measured"] for p in plans]
+    within = sum(1 for r in ratios if 0.8 <= r <= 1.2)
+    fastest = min(plans, key=lambda p: p["measured"])
+    pick = plans[0]
+    verdict = ("the measured fastest too" if pick is fastest else
+               f"{pick['measured'] / fastest['measured']:.2f}× the fastest, {layout_name(fastest)} "
+               f"({fastest['measured']:.3f} s)")
+    print(f"{within} of the {len(plans)} layouts within 20% of their prediction (predicted / measured "
+          f"{min(ratios):.2f} to {max(ratios):.2f}); the plan's pick, {layout_name(pick)}, measured "
+          f"{pick['measured']:.3f} s: {verdict}.")
+
+
+def link_table(path):
+    """The links `ch11_plan` fitted: α and β through the bandwidth-bound sizes, and the line through every size."""
+    links = [json.loads(line) for line in open(path) if json.loads(line).get("kind") == "link"]
+    if not links:
+        sys.exit(f"error: {path} holds no link line")
+    print("| link | α (ms) | β (ns a byte) | rate | every size: α (ms) | β (ns a byte) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, link in zip(("within a node", "between nodes"), links):
+        rate = f"{8 / link['beta'] / 1e9:.2f} Gbit/s" if link["beta"] > 0 else "– (β ≤ 0)"
+        print(f"| {name} | {link['alpha'] * 1e3:.2f} | {link['beta'] * 1e9:.3f} | {rate} | "
+              f"{link['every_size_alpha'] * 1e3:.2f} | {link['every_size_beta'] * 1e9:.3f} |")
+
+
 def calls_table(path):
     """measured/reduce_scatter_calls.c's lines: each MPI call's time, by rank count."""
     lines = [json.loads(line) for line in open(path)]
@@ -160,8 +216,13 @@ def calls_table(path):
 
 
 def main(argv):
-    if len(argv) < 2 or argv[0] not in ("bench", "profile", "before-after", "ops", "calls"):
+    if len(argv) < 2 or argv[0] not in ("bench", "profile", "before-after", "ops", "calls", "plan", "plan-summary",
+                                        "links"):
         sys.exit(__doc__)
+    one_file = {"plan": plan_table, "plan-summary": plan_summary, "links": link_table}
+    if argv[0] in one_file:
+        one_file[argv[0]](argv[1])
+        return 0
     if argv[0] == "calls":
         calls_table(argv[1])
         return 0

@@ -40,3 +40,8 @@ if(TARGET ch10_simulate_solution)
   workbook_expect_error(ch10_simulate_odd_bytes "solution;ch10" 2 "--bytes 6: a positive multiple of 4"
                         ${ch10_simulate} --bytes 6)
 endif()
+# results.md's tables are what tables.py renders from the kept files.
+add_test(NAME ch10_results_tables
+         COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/11_gpt/check_rendered_tables.py
+                 ${CMAKE_SOURCE_DIR}/chapters/10_cost_model/results.md)
+set_tests_properties(ch10_results_tables PROPERTIES LABELS "ch10")
