@@ -115,7 +115,7 @@ std::vector<LayoutPlan> rank_layouts(const workbook::GptOptions& model, int rank
 int64_t state_bytes_at(const workbook::GptOptions& model, const MeshShape& shape, const MeshCoordinates& here);
 
 // The training FLOPs of the whole model on one step's global batch, without
-// recomputation (what model-FLOPs utilization divides by).
+// recomputation (model-FLOPs utilization's numerator, over the step's time).
 double model_flops(const workbook::GptOptions& model, const StepShape& step);
 
 }  // namespace ch11

@@ -17,7 +17,7 @@ namespace ch11 {
 
 struct StepOptions {
   int64_t micro_batches = 4;
-  bool bfloat16 = false;  // matrix products in bfloat16 under autocast; LayerNorms and softmax in float32
+  bool bfloat16 = false;  // matrix products in bfloat16 under autocast; parameters and LayerNorms in float32
   bool recompute = false; // each block's activations recomputed in backward (Chapter 9's checkpoint)
   double learning_rate = 3e-3;
   // The sharding's collectives overlapped with backward: overlap.hpp's
