@@ -53,7 +53,7 @@ class DistributedSampler {
   // Another epoch, another order (the same on every rank): call before each epoch.
   void set_epoch(int64_t epoch) { epoch_ = epoch; }
   int64_t epoch() const { return epoch_; }
-  // Samples this rank gets each epoch: ceil(N / R), or floor(N / R) with drop_last.
+  // Samples this rank gets each epoch (every rank the same).
   int64_t num_samples() const;
   int64_t total_size() const { return num_samples() * num_replicas_; }  // over all ranks
   // This rank's sample indices for the current epoch: int64 [num_samples()].

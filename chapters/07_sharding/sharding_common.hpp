@@ -138,9 +138,10 @@ torch::Tensor squared_norms_per_parameter(const Partition& partition, const torc
 
 // ex7.4: clipping by global norm, as torch::nn::utils::clip_grad_norm_ but on
 // shards: ‖g‖ is the norm of every parameter's averaged gradient, of every
-// group, though each rank holds only its shard gradients; when it exceeds
-// max_norm every shard gradient is scaled by max_norm / (‖g‖ + 1e-6), as
-// clip_grad_norm_ does. Returns ‖g‖ before clipping, the same on every rank.
+// group, though each rank holds only its shard gradients; every shard
+// gradient is multiplied by max_norm / (‖g‖ + 1e-6) wherever that is below
+// 1, as clip_grad_norm_ clamps it (so a norm a hair under max_norm is
+// scaled too). Returns ‖g‖ before clipping, the same on every rank.
 // Collective.
 double clip_gradients_by_global_norm(const std::vector<FlatGroup*>& groups, double max_norm,
                                      workbook::Communicator& comm);

@@ -1,12 +1,15 @@
 // step.hpp — Chapter 11: one training step of the GPT over the mesh, every
 // earlier chapter's piece in its place.
 //
-//   every rank:  zero the gradients
-//                bytes of this data rank ─► Chapter 8's 1F1B over the pipeline group
-//                    (each block: ex11.1 over the tensor group; under bfloat16
-//                    autocast when asked; recomputed in backward when asked)
-//                the tied embedding's two stages: ex11.4
-//                ? ─► every rank of a data group holds the same, updated parameters
+//   before: every rank holds its part of the model (as the whole model's)
+//           and its data rank's rows of the global batch
+//   after:  every rank holds its part one optimizer step later, as one
+//           process stepping the whole model on the global batch would, and
+//           knows the global batch's mean loss
+//   the pieces, each already written: Chapter 8's 1F1B over the pipeline
+//   group (ex11.1's blocks over the tensor group; bfloat16 autocast and
+//   recomputed blocks when asked); ex11.4's stage, its two ends and their
+//   tied rows; Chapter 7's sharded optimizer over the data group
 #pragma once
 #include <memory>
 

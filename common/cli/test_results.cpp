@@ -136,12 +136,28 @@ void print_failure(const TestRecord& record) {
   }
   const std::string message = f.value("message", "");
   if (!message.empty()) fmt::print("  message:  {}\n", message);
-  // The last INFO in scope is the one written for this check.
-  std::string info = f.value("info", "");
-  while (!info.empty() && info.back() == '\n') info.pop_back();
-  const size_t last = info.rfind('\n');
-  if (last != std::string::npos) info = info.substr(last + 1);
-  if (!info.empty() && message.find(info) == std::string::npos) fmt::print("  meaning:  {}\n", info);
+  // Every INFO and CAPTURE in scope: the outer ones (which case of a loop:
+  // the sizes, the ranks, the step) as context, the innermost, written for
+  // this check, as its meaning; a message of several lines kept whole.
+  std::vector<std::string> infos;
+  if (f.contains("infos") && f["infos"].is_array()) {
+    for (const auto& each : f["infos"]) infos.push_back(each.get<std::string>());
+  } else {  // a record from before "infos": one line a message
+    std::string info = f.value("info", "");
+    for (size_t start = 0; start < info.size();) {
+      const size_t end = info.find('\n', start);
+      infos.push_back(info.substr(start, end == std::string::npos ? std::string::npos : end - start));
+      start = end == std::string::npos ? info.size() : end + 1;
+    }
+  }
+  while (!infos.empty() && (infos.back().empty() || message.find(infos.back()) != std::string::npos)) infos.pop_back();
+  constexpr size_t kMostShown = 8;  // the innermost ones, should a loop have captured many
+  const size_t first = infos.size() > kMostShown ? infos.size() - kMostShown : 0;
+  for (size_t i = first; i < infos.size(); ++i) {
+    std::string text = infos[i];
+    for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 13)) text.insert(at + 1, 12, ' ');
+    fmt::print("  {:<10}{}\n", i + 1 == infos.size() ? "meaning:" : "context:", text);
+  }
 }
 
 }  // namespace workbook::cli

@@ -47,7 +47,7 @@ double clip_gradients_by_global_norm(const std::vector<FlatGroup*>& groups, doub
   squares = squares.to(comm.device());
   comm.all_reduce(squares, workbook::ReduceOp::Sum);
   const double norm = std::sqrt(squares.item<double>());
-  // As torch::nn::utils::clip_grad_norm_: scale only when above the limit.
+  // As torch::nn::utils::clip_grad_norm_: scale only by a coefficient below 1.
   const double coefficient = max_norm / (norm + 1e-6);
   if (coefficient < 1)
     for (FlatGroup* group : groups) group->shard_gradient().mul_(coefficient);

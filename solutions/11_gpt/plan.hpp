@@ -57,8 +57,8 @@ StepFlops step_flops(const workbook::GptOptions& model, const MeshShape& shape, 
 // all-reduce calls (each pays its own α's). A group of one rank is counted
 // as any other: every call made to it, even where nothing travels (which
 // calls a stage makes follows from what it holds: gpt_stage.hpp). The
-// loss's two single numbers (its broadcast over the pipeline group, its
-// average over the data group) are left out. A UserError when the batch
+// step's loss, a single number however it travels, is left out. A
+// UserError when the batch
 // does not cut into data ranks × micro-batches.
 struct StepElements {
   int64_t tensor_all_reduce = 0, tensor_all_reduce_calls = 0;

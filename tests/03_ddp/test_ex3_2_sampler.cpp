@@ -53,13 +53,23 @@ TEST_CASE("ex3.2 equal counts; together the ranks cover the data, each sample on
           CAPTURE(n, replicas, drop_last, shuffle);
           const auto shards = every_rank(n, replicas, shuffle, /*seed=*/42, /*epoch=*/3, drop_last);
           INFO("the ranks' indices: " << shown(shards));
-          // The count the header states: ceil(N / R), or floor(N / R) with drop_last.
-          const int64_t count = drop_last ? n / replicas : (n + replicas - 1) / replicas;
+          const int64_t count = static_cast<int64_t>(shards[0].size());
           for (int rank = 0; rank < replicas; ++rank) {
             ch03::DistributedSampler sampler(n, replicas, rank, shuffle, 42, drop_last);
+            INFO("rank " << rank << ": num_samples() " << sampler.num_samples() << ", total_size() "
+                         << sampler.total_size() << ", rank 0's indices " << count);
+            REQUIRE(static_cast<int64_t>(shards[static_cast<size_t>(rank)].size()) == count);
             REQUIRE(sampler.num_samples() == count);
             REQUIRE(sampler.total_size() == count * replicas);
-            REQUIRE(static_cast<int64_t>(shards[static_cast<size_t>(rank)].size()) == count);
+          }
+          if (drop_last) {
+            INFO("with drop_last fewer than " << replicas << " samples may be left out; " << n - count * replicas
+                                              << " were");
+            REQUIRE(n - count * replicas < replicas);
+          } else {
+            INFO("without drop_last fewer than " << replicas << " samples may be repeated; " << count * replicas - n
+                                                 << " were");
+            REQUIRE(count * replicas - n < replicas);
           }
           std::map<int64_t, int64_t> times;
           for (const auto& shard : shards)
@@ -109,22 +119,19 @@ TEST_CASE("ex3.2 shuffling relabels the unshuffled split: one permutation for ev
 
 TEST_CASE("ex3.2 the exact split for small cases", "[ex3.2]") {
   // Recorded from the reference solution (shuffle off, so any seed and
-  // epoch): rank 0's indices first. The first case is the header's example
-  // with its order 0 1 ... 9.
+  // epoch): rank 0's indices first, ranks apart by " | ". The first case is
+  // the header's example with its order 0 1 ... 9.
   SECTION("10 samples, 4 ranks") {
-    REQUIRE(every_rank(10, 4, false, 0, 0, false) ==
-            std::vector<std::vector<int64_t>>{{0, 4, 8}, {1, 5, 9}, {2, 6, 0}, {3, 7, 1}});
-    REQUIRE(every_rank(10, 4, false, 0, 0, true) ==
-            std::vector<std::vector<int64_t>>{{0, 4}, {1, 5}, {2, 6}, {3, 7}});
+    REQUIRE(shown(every_rank(10, 4, false, 0, 0, false)) == "0 4 8 | 1 5 9 | 2 6 0 | 3 7 1");
+    REQUIRE(shown(every_rank(10, 4, false, 0, 0, true)) == "0 4 | 1 5 | 2 6 | 3 7");
   }
   SECTION("7 samples, 3 ranks") {
-    REQUIRE(every_rank(7, 3, false, 0, 0, false) ==
-            std::vector<std::vector<int64_t>>{{0, 3, 6}, {1, 4, 0}, {2, 5, 1}});
-    REQUIRE(every_rank(7, 3, false, 0, 0, true) == std::vector<std::vector<int64_t>>{{0, 3}, {1, 4}, {2, 5}});
+    REQUIRE(shown(every_rank(7, 3, false, 0, 0, false)) == "0 3 6 | 1 4 0 | 2 5 1");
+    REQUIRE(shown(every_rank(7, 3, false, 0, 0, true)) == "0 3 | 1 4 | 2 5");
   }
   SECTION("2 samples, 5 ranks: more ranks than samples") {
-    REQUIRE(every_rank(2, 5, false, 0, 0, false) == std::vector<std::vector<int64_t>>{{0}, {1}, {0}, {1}, {0}});
-    REQUIRE(every_rank(2, 5, false, 0, 0, true) == std::vector<std::vector<int64_t>>(5));
+    REQUIRE(shown(every_rank(2, 5, false, 0, 0, false)) == "0 | 1 | 0 | 1 | 0");
+    REQUIRE(shown(every_rank(2, 5, false, 0, 0, true)) == " |  |  |  | ");
   }
 }
 

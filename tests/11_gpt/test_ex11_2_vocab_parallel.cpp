@@ -17,19 +17,24 @@ Case random_case(int64_t rows, double scale, uint64_t seed) {
   return {torch::randn({rows, 256}, torch::kFloat64) * scale, torch::randint(0, 256, {rows}, torch::kInt64)};
 }
 
+// Backward starts from the loss times this, not from the loss itself: a
+// backward that ignores the gradient it is handed (a stage that divides its
+// loss by the micro-batches, say, hands it 1/m) would be refused.
+constexpr double kIncoming = 0.375;
+
 // The loss and this rank's columns' gradient, from the student's function on float32 shards.
 std::pair<double, torch::Tensor> split_loss(workbook::Communicator& comm, const Case& c) {
   const int64_t columns = 256 / comm.size();
   torch::Tensor shard = c.whole.narrow(1, comm.rank() * columns, columns).to(torch::kFloat32).requires_grad_(true);
   const torch::Tensor loss = ch11::vocab_parallel_cross_entropy(shard, c.targets, comm);
-  loss.backward();
+  (loss * kIncoming).backward();
   return {loss.item<double>(), shard.grad().to(torch::kFloat64)};
 }
 
 std::pair<double, torch::Tensor> whole_loss(const Case& c, int64_t first, int64_t columns) {
   torch::Tensor whole = c.whole.clone().requires_grad_(true);
   const torch::Tensor loss = torch::nn::functional::cross_entropy(whole, c.targets);
-  loss.backward();
+  (loss * kIncoming).backward();
   return {loss.item<double>(), whole.grad().narrow(1, first, columns)};
 }
 

@@ -87,6 +87,35 @@ TEST_CASE("ex11.5 under bfloat16 autocast the loss stays near float32's", "[ex11
   }
 }
 
+TEST_CASE("ex11.5 under bfloat16 autocast logits beyond float16's range stay finite", "[ex11.5]") {
+  auto world = mpi_test::communicator();
+  for (const ch11::MeshShape& shape : gpt_parts::step_shapes(world->size())) {
+    CAPTURE(shape.data, shape.pipeline, shape.tensor);
+    // The tied token rows scaled so that the logits reach about 1e5: past
+    // float16's largest value (65504), well inside bfloat16's and float32's.
+    workbook::Gpt whole = gpt_parts::whole_model(shape, 56);
+    {
+      torch::NoGradGuard no_grad;
+      whole->tokens->weight.mul_(4e5);
+    }
+    const torch::Tensor bytes = torch::randint(0, 256, {8, 16}, torch::kInt64);
+    const torch::Tensor targets = torch::randint(0, 256, {8, 16}, torch::kInt64);
+    const double whole_loss = whole->loss(bytes, targets).item<double>();
+    const ch11::Mesh mesh = gpt_parts::mesh_for(*world, shape);
+    ch11::GptStage stage(*whole, mesh);
+    ch11::StepOptions options;
+    options.micro_batches = 2;
+    options.bfloat16 = true;
+    ch11::GptTrainer trainer(*stage, mesh, options);
+    const int64_t rows = 8 / shape.data;
+    const double loss =
+        trainer.step(bytes.narrow(0, mesh.here.data * rows, rows), targets.narrow(0, mesh.here.data * rows, rows));
+    INFO("the loss " << loss << ", float32's " << whole_loss << ": a loss that is not finite, or far from "
+         "float32's, came from products in a type whose range ends at 65504");
+    REQUIRE(mpi_test::all_ranks(std::isfinite(loss) && std::abs(loss - whole_loss) < 2e-2 * whole_loss));
+  }
+}
+
 TEST_CASE("ex11.5 with the data group's collectives overlapped: the same steps, the buckets sent during backward",
           "[ex11.5][np4]") {
   auto world = mpi_test::communicator();

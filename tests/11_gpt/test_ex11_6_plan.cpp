@@ -20,9 +20,12 @@ TEST_CASE("ex11.6 the whole model's parameters from its sizes", "[ex11.6]") {
 TEST_CASE("ex11.6 each rank's FLOPs in a step, as LibTorch's profiler counts its products", "[ex11.6][np4]") {
   auto world = mpi_test::communicator();
   for (const ch11::MeshShape& shape : gpt_parts::step_shapes(world->size()))
+    for (const int64_t extra_layers : {0, 1})  // 1: stages of unequal length
     for (const bool recompute : {false, true}) {
-      CAPTURE(shape.data, shape.pipeline, shape.tensor, recompute);
-      workbook::Gpt whole = gpt_parts::whole_model(shape, 62);
+      if (extra_layers > 0 && shape.pipeline == 1) continue;
+      CAPTURE(shape.data, shape.pipeline, shape.tensor, extra_layers, recompute);
+      torch::manual_seed(62);
+      workbook::Gpt whole(gpt_parts::step_model((shape.pipeline > 2 ? shape.pipeline : 2) + extra_layers));
       // In float64 attention takes its unfused path, whose products the
       // profiler sees (the fused kernel of float32 is one opaque call).
       whole->to(torch::kFloat64);
@@ -107,8 +110,11 @@ void check_elements(workbook::Communicator& world, const workbook::GptOptions& m
 TEST_CASE("ex11.6 each rank's parameters and each group's elements in a step, as predicted", "[ex11.6][np4]") {
   auto world = mpi_test::communicator();
   for (const ch11::MeshShape& shape : gpt_parts::step_shapes(world->size()))
-    for (const bool recompute : {false, true})
+    for (const bool recompute : {false, true}) {
       check_elements(*world, gpt_parts::step_model(shape.pipeline > 2 ? shape.pipeline : 2), shape, recompute);
+      // Stages of unequal length: one layer more than the stages divide.
+      if (shape.pipeline > 1) check_elements(*world, gpt_parts::step_model(shape.pipeline + 1), shape, recompute);
+    }
   // A width of 6 and 3 layers: 3174 parameters, which 4 data ranks do not divide.
   workbook::GptOptions narrow = gpt_parts::step_model(3);
   narrow.width = 6;

@@ -24,7 +24,11 @@ inline nlohmann::json start(const Catch::TestCaseInfo& info) {
 inline nlohmann::json failure(const Catch::AssertionStats& stats) {
   const Catch::AssertionResult& result = stats.assertionResult;
   std::string messages;
-  for (const auto& info : stats.infoMessages) messages += info.message + "\n";
+  nlohmann::json each = nlohmann::json::array();  // one entry an INFO or CAPTURE, whatever lines it spans
+  for (const auto& info : stats.infoMessages) {
+    messages += info.message + "\n";
+    each.push_back(info.message);
+  }
   std::string message(result.getMessage());  // a StringRef in Catch2 3
   message = without_backtrace(message);
   return {{"file", result.getSourceInfo().file},
@@ -33,7 +37,8 @@ inline nlohmann::json failure(const Catch::AssertionStats& stats) {
           {"expression", result.hasExpression() ? result.getExpressionInMacro() : ""},
           {"expanded", result.hasExpression() ? result.getExpandedExpression() : ""},
           {"message", message},
-          {"info", messages}};
+          {"info", messages},
+          {"infos", each}};
 }
 
 }  // namespace test_record
