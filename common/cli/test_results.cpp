@@ -153,10 +153,19 @@ void print_failure(const TestRecord& record) {
   while (!infos.empty() && (infos.back().empty() || message.find(infos.back()) != std::string::npos)) infos.pop_back();
   constexpr size_t kMostShown = 8;  // the innermost ones, should a loop have captured many
   const size_t first = infos.size() > kMostShown ? infos.size() - kMostShown : 0;
+  // A CAPTURE reads "name := value": which case failed. The innermost INFO
+  // says what the check means; the INFOs around it, its context.
+  auto captured = [](const std::string& text) { return text.find(" := ") != std::string::npos; };
+  size_t meaning = infos.size();
+  for (size_t i = infos.size(); i-- > first;)
+    if (!captured(infos[i])) {
+      meaning = i;
+      break;
+    }
   for (size_t i = first; i < infos.size(); ++i) {
     std::string text = infos[i];
     for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 13)) text.insert(at + 1, 12, ' ');
-    fmt::print("  {:<10}{}\n", i + 1 == infos.size() ? "meaning:" : "context:", text);
+    fmt::print("  {:<10}{}\n", captured(infos[i]) ? "case:" : i == meaning ? "meaning:" : "context:", text);
   }
 }
 
