@@ -51,7 +51,8 @@ StepFlops step_flops(const workbook::GptOptions& model, const MeshShape& shape, 
                      const StepShape& step);
 
 // The elements the rank at `here` hands to each group's calls in one step of
-// GptTrainer, as its CommStats counts them: an all-reduce its tensor, a
+// GptTrainer, as its CommStats counts them (the calls of your own ex11.1,
+// ex11.2 and ex11.4 among them: count what yours make): an all-reduce its tensor, a
 // reduce-scatter its input's share (what it gets back), an all-gather its
 // own part, a send or an exchange what it sends; and the tensor group's
 // all-reduce calls (each pays its own α's). A group of one rank is counted

@@ -88,8 +88,7 @@ inline void require_no_host_read_per_tensor(const OptimizerFactory& make_optimiz
   const int64_t reads_1 = host_reads_per_step(make_optimizer, 1);
   const int64_t reads_4 = host_reads_per_step(make_optimizer, 4);
   INFO("one step read a value on the host " << reads_1 << " times for 1 tensor and " << reads_4
-       << " times for 4: item() on the norms makes a GPU wait for every tensor at every step. Keep the ratio a "
-          "0-dim tensor and choose with torch::where instead of an if");
+       << " times for 4: a value read per tensor makes a GPU wait for every tensor at every step");
   REQUIRE(reads_4 == reads_1);
 }
 
