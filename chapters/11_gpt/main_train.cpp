@@ -65,7 +65,8 @@ int train(workbook::Program& program) {
   double bucket_mib = 1.0;
   cli.add_flag("--overlap", step_options.overlap,
                "the data group's collectives during backward, bucket by bucket (data ranks only)");
-  cli.add_option("--bucket-mib", bucket_mib, "with --overlap: a bucket's most, in MiB")->check(CLI::PositiveNumber);
+  cli.add_option("--bucket-mib", bucket_mib, "with --overlap: a bucket's most, in MiB")
+      ->check(CLI::Range(0.0625, 1024.0));
   cli.add_option("--sample", sample, "bytes of text to generate at the end (0: none)")->check(CLI::NonNegativeNumber);
   cli.add_option("--report-every", report_every, "steps between loss lines")->check(CLI::PositiveNumber);
   cli.add_option("--profile", profile_file,
