@@ -3,13 +3,13 @@
 //
 //   rank 0                 rank 1                 ...  rank N-1
 //   model (seed 0)         model (seed 1)              model (seed N-1)
-//      │   ex3.1 broadcast_model: everyone gets rank 0's weights and buffers
+//      │   ex3.1 broadcast_model: everyone gets rank 0's model
 //   shard 0 of the data    shard 1                     shard N-1     ex3.2 DistributedSampler
 //   forward, backward      forward, backward           forward, backward
 //      └───────── ex3.3 all_reduce_gradients: one all-reduce, the mean ─────────┘
 //   optimizer step         optimizer step              optimizer step  (identical: same grads)
 //   ex3.4 ddp_train_step is one such step; ex3.5 evaluate_distributed counts
-//   every test sample once; ex3.6 checkpoints are written by rank 0, atomically.
+//   every test sample once; ex3.6 checkpoints survive a crash at any moment.
 #pragma once
 #include <cstdint>
 #include <filesystem>
@@ -23,10 +23,10 @@ namespace ch03 {
 
 // ---- ex3.1: one model on every rank --------------------------------------------
 
-// Every parameter and buffer (BatchNorm's running statistics) of `model` on
-// every rank becomes `root`'s. Collective: every rank calls it. In place:
-// the optimizer keeps pointing at the same tensors, and they stay what they
-// were to autograd (leaves that require gradients), so training goes on.
+// Every rank's `model` becomes `root`'s: afterwards it computes, in training
+// and in evaluation, bit for bit what root's computes, because everything it
+// holds is root's. Collective: every rank calls it. Training goes on from it:
+// an optimizer built over `model` before the call trains the broadcast model.
 void broadcast_model(torch::nn::Module& model, workbook::Communicator& comm, int root = 0);
 
 // ---- ex3.2: a shard of the data per rank ---------------------------------------
@@ -123,15 +123,16 @@ EvalResult evaluate_distributed(workbook::Classifier& model, const torch::Tensor
 
 // ---- ex3.6: checkpoints --------------------------------------------------------
 
-// Rank 0 writes model (parameters and buffers), optimizer state and
-// `epochs_done` to `path`, one file (LibTorch's torch::serialize::OutputArchive
-// holds tensors and nested archives by name; modules and optimizers save
-// into one), atomically: to a temporary file in the same
-// directory, then renamed over `path`, so a crash leaves the old checkpoint
-// or the new one, never half of one. Only rank 0 touches the file system
-// (every rank holds the same state: one writer, no race between renames);
-// the other ranks ignore `path`. Collective: when it returns on any rank,
-// the file is complete and any rank may read it.
+// Saves the model (all it holds), the optimizer state and `epochs_done` to
+// `path`, one file (LibTorch's torch::serialize::OutputArchive holds tensors
+// and nested archives by name; modules and optimizers save into one).
+// Every rank holds the same state; rank 0 alone writes to the file system,
+// and the other ranks' `path` may be one they cannot write. Collective.
+//  * At every moment, whatever stops the program (a crash, a killed job, a
+//    full disk), `path` holds a whole checkpoint: the one it held before, or
+//    the new one; never a mixture or a part.
+//  * When it returns on any rank, every rank can load the new checkpoint,
+//    and nothing but it is left of the save in `path`'s directory.
 void save_checkpoint(const std::filesystem::path& path, torch::nn::Module& model, torch::optim::Optimizer& optimizer,
                      int64_t epochs_done, workbook::Communicator& comm);
 

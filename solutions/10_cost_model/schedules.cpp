@@ -161,8 +161,11 @@ SimulatedRun simulate_collective(Collective collective, Algorithm algorithm, int
            algorithm_name(algorithm));
   return simulate(ranks, link, [&](workbook::Communicator& comm) {
     torch::Tensor buffer = torch::ones({count});
+    // Each segment travels whole: a chunk as long as the longest segment,
+    // which is count / p rounded up where p does not divide count (a chunk of
+    // count / p rounded down sent the longer segments in two messages).
     ch04::RingOptions whole_segments;
-    whole_segments.chunk_elements = std::max<int64_t>(1, count / ranks);
+    whole_segments.chunk_elements = std::max<int64_t>(1, (count + ranks - 1) / ranks);
     switch (algorithm) {
       case Algorithm::Ring:
         if (collective == Collective::ReduceScatter) ch04::ring_reduce_scatter(buffer, comm, whole_segments);

@@ -54,7 +54,7 @@ TEST_CASE("ex3.6 resuming from a checkpoint gives bit-identical weights", "[ex3.
   auto resumed = std::make_shared<workbook::TinyNet>(16, 0.0, true);
   torch::optim::Adam resumed_optimizer(resumed->parameters(), torch::optim::AdamOptions(1e-2));
   INFO("every rank loads the checkpoint as soon as save_checkpoint returns: rank 0's file must be complete by "
-       "then on every rank (a barrier after the write), and hold the epoch count");
+       "then on every rank, and hold the epoch count");
   REQUIRE(ch03::load_checkpoint(file, *resumed, resumed_optimizer) == 3);
   INFO("after loading, the model (parameters and BatchNorm buffers) equals the one saved");
   REQUIRE(same_state(*resumed, *first));
@@ -75,13 +75,14 @@ TEST_CASE("ex3.6 rank 0 writes; every rank can read the file as soon as save ret
   torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(1e-3));
   ch03::save_checkpoint(file, *model, optimizer, 1, *comm);
   const bool visible = fs::exists(file);
-  INFO("save_checkpoint must not return on any rank before rank 0's file is complete (a barrier after the write)");
+  INFO("save_checkpoint returned on a rank before rank 0's file was there: every rank may load it as soon as "
+       "save_checkpoint returns");
   REQUIRE(mpi_test::all_ranks(visible));
   auto copy = std::make_shared<workbook::FashionCNN>();
   torch::optim::Adam copy_optimizer(copy->parameters(), torch::optim::AdamOptions(1e-3));
   REQUIRE(ch03::load_checkpoint(file, *copy, copy_optimizer) == 1);
   REQUIRE(mpi_test::all_ranks(same_state(*copy, *model)));
-  INFO("only the checkpoint is left in the directory (no temporary files)");
+  INFO("the save left a file other than the checkpoint in its directory");
   int64_t entries = std::distance(fs::directory_iterator(dir.path), fs::directory_iterator{});
   REQUIRE(entries == 1);
 }
@@ -105,8 +106,8 @@ TEST_CASE("ex3.6 only rank 0 writes the checkpoint", "[ex3.6][np3]") {
     wrote_elsewhere = true;
     comm->barrier();
   }
-  INFO("ex3.6: a rank other than 0 tried to write the checkpoint: every rank holds the same state, so only rank 0 "
-       "writes (ranks racing to rename onto one file is the bug); the others only wait in the barrier");
+  INFO("ex3.6: a rank other than 0 wrote to the file system (its path is not writable): rank 0 alone writes the "
+       "checkpoint");
   REQUIRE(mpi_test::all_ranks(!wrote_elsewhere));
   if (comm->rank() == 0) REQUIRE(fs::exists(file));
 }
@@ -135,7 +136,8 @@ TEST_CASE("ex3.6 a new checkpoint replaces the old file, it does not overwrite i
   if (comm->rank() == 0) {
     std::ifstream in(old_link, std::ios::binary);
     const std::string still(std::istreambuf_iterator<char>(in), {});
-    INFO("write to a temporary file and rename it over the checkpoint: a crash mid-write must leave the old one whole");
+    INFO("the new checkpoint was written into the old file (its bytes changed under a second name for it): a "
+         "crash in the middle of that write would leave neither the old checkpoint nor the new one");
     REQUIRE(still == old_bytes);
     struct stat a {}, b {};
     stat(file.c_str(), &a);

@@ -42,6 +42,6 @@ if(TARGET ch10_simulate_solution)
 endif()
 # results.md's tables are what tables.py renders from the kept files.
 add_test(NAME ch10_results_tables
-         COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/11_gpt/check_rendered_tables.py
+         COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/support/check_rendered_tables.py
                  ${CMAKE_SOURCE_DIR}/chapters/10_cost_model/results.md)
 set_tests_properties(ch10_results_tables PROPERTIES LABELS "ch10")

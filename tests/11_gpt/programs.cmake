@@ -24,7 +24,7 @@ if(TARGET ch11_train_solution)
 endif()
 # results.md's tables are what tables.py renders from the kept files.
 add_test(NAME ch11_results_tables
-         COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/11_gpt/check_rendered_tables.py
+         COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/support/check_rendered_tables.py
                  ${CMAKE_SOURCE_DIR}/chapters/11_gpt/results.md)
 set_tests_properties(ch11_results_tables PROPERTIES LABELS "ch11")
 if(TARGET ch11_plan_solution)

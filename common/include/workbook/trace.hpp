@@ -112,7 +112,7 @@ void name_this_thread(const std::string& name);
 void start(const std::string& file, Communicator& comm);
 
 // Stops recording, gathers every rank's spans at rank 0 and writes the file
-// (atomically: a temporary, then a rename). Collective; nothing to do when
+// (whole or not at all, even after a crash). Collective; nothing to do when
 // tracing was not started. No other thread may use `comm` meanwhile.
 void write(Communicator& comm);
 
