@@ -26,11 +26,9 @@ struct RankClock {
 };
 
 // ---- ex10.2 -------------------------------------------------------------------
-// The world the two clocks describe: a program hands a message to its link
-// when it reaches the send (it cannot send what it has not yet computed or
-// received); a link carries one message at a time, in the order they were
-// handed to it, each for α + n·β; a program that needs a message waits for
-// it, and no clock runs backward.
+// The world the two clocks describe: the lesson's section 2 (a message of n
+// bytes takes α + n·β; a rank has one outgoing link; handing it a message
+// does not stop the program).
 //
 // `sender` hands a message of `bytes` bytes to its link. Returns when the
 // message has arrived, and leaves `sender`'s clocks true. The sender's
