@@ -6,7 +6,7 @@
 
 namespace {
 
-// Every parameter and buffer of `model`, flattened into one float64 tensor.
+// What `model` holds, flattened into one float64 tensor.
 torch::Tensor flat_state(torch::nn::Module& model) {
   std::vector<torch::Tensor> parts;
   for (const auto& t : model.parameters()) parts.push_back(t.detach().reshape({-1}).to(torch::kFloat64));
@@ -14,14 +14,15 @@ torch::Tensor flat_state(torch::nn::Module& model) {
   return torch::cat(parts);
 }
 
-// A FashionCNN that differs on every rank: weights from a per-rank seed, and
-// BatchNorm running statistics that say which rank they came from.
+// A FashionCNN that differs on every rank: built from a per-rank seed, then
+// run forward in training mode on a few batches of its own, as a rank that
+// trained apart would have been.
 std::shared_ptr<workbook::FashionCNN> model_for_rank(int rank) {
   torch::manual_seed(1000 + static_cast<uint64_t>(rank));
   auto model = std::make_shared<workbook::FashionCNN>();
   torch::NoGradGuard no_grad;
-  model->named_buffers()["bn1.running_mean"].fill_(static_cast<double>(rank) + 0.5);
-  model->named_buffers()["bn2.running_var"].fill_(static_cast<double>(rank) + 2.0);
+  model->train();
+  for (int batch = 0; batch < 3; ++batch) model->forward(torch::randn({8, 1, 28, 28}) * (1.0 + rank));
   return model;
 }
 
