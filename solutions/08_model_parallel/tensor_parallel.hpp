@@ -157,10 +157,11 @@ class TensorParallelFashionCNN : public torch::nn::Module {
 
   // Given: conv1 → BN → ReLU → pool → conv2 → BN → ReLU → pool → flatten: [N, 2304].
   torch::Tensor features(const torch::Tensor& images);
-  // Given: dropout of this rank's columns of fc1's output. The ranks draw one
-  // mask for all 600 features from a generator they seeded alike, and each
-  // keeps its own columns: the masks a single process would draw, cut like
-  // the activations (Note [one mask for the whole layer]).
+  // Dropout of this rank's columns of fc1's output (training mode only). The
+  // split model is the single process's, masks included: the one process
+  // draws, at each forward in training, full_dropout_mask(N, 600, p, g) from
+  // a generator g seeded with dropout_seed, as dropout_generator_ is; so must
+  // the split model, however many ranks there are.
   torch::Tensor dropout(const torch::Tensor& shard);
 
   torch::nn::Conv2d conv1{nullptr}, conv2{nullptr};
@@ -188,9 +189,8 @@ struct Evaluation {
 Evaluation evaluate_tensor_parallel(TensorParallelFashionCNN& model, const torch::Tensor& images,
                                     const torch::Tensor& labels, int64_t batch);
 
-// Given: the dropout mask over a whole [rows, columns] activation, as
-// TensorParallelFashionCNN::dropout draws it (kept / (1 - p), or 0), from
-// `generator`. What a test's single-process oracle multiplies by.
+// Given: the dropout mask over a whole [rows, columns] activation (kept /
+// (1 - p), or 0), from `generator`: what the single process multiplies by.
 torch::Tensor full_dropout_mask(int64_t rows, int64_t columns, double p, torch::Generator& generator);
 
 }  // namespace ch08
