@@ -77,8 +77,7 @@ class OptimizerStateSharding : public Sharding {
 // So the .grad of a bucket's last parameter is freed with the next bucket,
 // or in step().
 // Every rank must make the same collectives in the same order, whatever
-// order its gradients arrive in: the buckets are reduced in index order, on
-// every rank, as in Chapter 4.
+// order its gradients arrive in (Chapter 4's reducer met the same problem).
 class GradientSharding : public Sharding {
  public:
   GradientSharding(torch::nn::Module& model, workbook::Communicator& comm, const MakeOptimizer& make_optimizer,
@@ -87,11 +86,12 @@ class GradientSharding : public Sharding {
   void zero_grad() override;
   // ex7.3: called by parameter (bucket, index)'s hook with its gradient, once
   // per parameter that gets one, in whatever order backward produces them
-  // (tests call it directly). The bucket's gradient buffer is laid out as its
-  // flat() (created at the bucket's first gradient; missing_ counts what is
-  // still to come). A bucket must be reduce-scattered (reduce_bucket) during
-  // backward, from a hook, as soon as the rule above allows; count each
-  // bucket so reduced in reduced_from_hooks_.
+  // (a test calls it directly, in another order on each rank). The bucket's
+  // gradient buffer is laid out as its flat() (created at the bucket's first
+  // gradient; missing_ counts what is still to come). A bucket must be
+  // reduce-scattered (reduce_bucket) during backward, from a hook, as soon as
+  // the rule above allows; count each bucket so reduced in
+  // reduced_from_hooks_.
   void gradient_ready(size_t bucket, size_t index, const torch::Tensor& gradient);
   // ex7.3: after it, every bucket has been reduce-scattered exactly once (a
   // parameter without a gradient counts as zeros: reduce_bucket fills them),
@@ -109,7 +109,7 @@ class GradientSharding : public Sharding {
 
  private:
   // Given: reduce-scatters bucket b (its buffer, zeros where nothing arrived),
-  // frees the buffer and the .grad of its parameters, advances next_to_reduce_.
+  // frees the buffer and the .grad of its parameters and of bucket b - 1's.
   void reduce_bucket(size_t b);
   void note_gradient_bytes();  // tracks peak_gradient_bytes_
 
@@ -121,7 +121,7 @@ class GradientSharding : public Sharding {
   std::vector<torch::Tensor> owned_;           // bucket -> what the optimizer steps
   std::vector<torch::Tensor> buffers_;         // bucket -> its gradients as flat(), while it fills
   std::vector<size_t> missing_;                // bucket -> gradients still to arrive this step
-  size_t next_to_reduce_ = 0;                  // the buckets before it are reduced this step
+  size_t next_to_reduce_ = 0;                  // yours to use (start_next_step sets it to 0)
   std::vector<std::pair<torch::Tensor, unsigned>> hooks_;  // (parameter, handle), removed on destruction
   size_t reduced_from_hooks_ = 0, last_reduced_from_hooks_ = 0;
   int64_t peak_gradient_bytes_ = 0;

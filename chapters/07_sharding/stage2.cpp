@@ -71,7 +71,6 @@ void GradientSharding::note_gradient_bytes() {
 }
 
 void GradientSharding::reduce_bucket(size_t b) {
-  WB_ASSERT(b == next_to_reduce_, "bucket {} reduced before bucket {}", b, next_to_reduce_);
   FlatGroup& group = *buckets_[b];
   if (!buffers_[b].defined()) buffers_[b] = torch::zeros_like(group.flat());  // no gradient arrived at all
   note_gradient_bytes();
@@ -82,7 +81,6 @@ void GradientSharding::reduce_bucket(size_t b) {
   for (size_t bucket = b > 0 ? b - 1 : 0; bucket <= b; ++bucket)
     for (const torch::Tensor& p : buckets_[bucket]->parameters())
       if (p.grad().defined()) const_cast<torch::Tensor&>(p).mutable_grad().reset();
-  ++next_to_reduce_;
 }
 
 void GradientSharding::gradient_ready(size_t bucket, size_t index, const torch::Tensor& gradient) {

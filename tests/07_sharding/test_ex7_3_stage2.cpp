@@ -5,6 +5,7 @@
 #include "mpi_test.hpp"
 #include "sharding.hpp"
 #include "sharding_oracles.hpp"
+#include "workbook/errors.hpp"
 
 namespace {
 
@@ -107,4 +108,39 @@ TEST_CASE("ex7.3 after a step a rank holds only its shard of each bucket's gradi
   const int64_t full = 9544 * 4;
   INFO("held: " << stage2.held().gradients << " bytes of gradients, the full gradient is " << full);
   REQUIRE(stage2.held().gradients <= full / comm->size() + 2 * 4 * comm->size());
+}
+
+TEST_CASE("ex7.3 the ranks' gradients arrive in different orders", "[ex7.3][np3]") {
+  // gradient_ready called directly: each rank hands over every parameter's
+  // gradient, rank r starting at bucket r (and going round), so that the
+  // buckets complete in a different order on every rank. The collectives'
+  // check (on in the tests) fails every rank at once if their calls differ.
+  auto comm = mpi_test::communicator();
+  auto model = sharding_oracle::toy_model();
+  ch07::GradientSharding stage2(*model, *comm, ch07::adam(1e-2), two_buckets());
+  const std::vector<ch07::FlatGroup*> groups = stage2.groups();
+  std::vector<std::pair<size_t, size_t>> arrivals;
+  for (size_t k = 0; k < groups.size(); ++k) {
+    const size_t bucket = (k + comm->rank()) % groups.size();
+    for (size_t index = 0; index < groups[bucket]->parameters().size(); ++index) arrivals.emplace_back(bucket, index);
+  }
+  std::string failure;
+  try {
+    stage2.zero_grad();
+    for (const auto& [bucket, index] : arrivals) {
+      const torch::Tensor& parameter = groups[bucket]->parameters()[index];
+      stage2.gradient_ready(bucket, index, torch::full_like(parameter, 0.5 + comm->rank()));
+    }
+    stage2.step();
+  } catch (const workbook::NotImplemented&) {
+    throw;
+  } catch (const workbook::CommunicationError& e) {
+    failure = e.what();
+  }
+  INFO("with the buckets completing in a different order on each rank (rank r's bucket r first), the ranks' "
+       "collective calls differed: " << failure);
+  REQUIRE(failure.empty());
+  INFO("every bucket got all its gradients from gradient_ready: each must be reduce-scattered there, none left "
+       "for step(); reduced from the hooks: " << stage2.reduced_from_hooks());
+  REQUIRE(mpi_test::all_ranks(stage2.reduced_from_hooks() == groups.size()));
 }
