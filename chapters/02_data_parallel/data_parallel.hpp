@@ -22,16 +22,17 @@ namespace ch02 {
 
 // ---- ex2.1: scatter -----------------------------------------------------------
 
-// How many samples each of `parts` chunks gets: they sum to `samples`, differ
-// by at most one, and the larger come first (10 samples, 4 parts: 3 3 2 2;
-// 10 over 6: 2 2 2 2 1 1; 8 over 4: 2 2 2 2). Requires samples >= parts >= 1
-// (a UserError otherwise: every part must get at least one sample).
+// How many samples each of `parts` chunks gets: they sum to `samples`, as
+// even as whole samples allow, the larger first where they differ. Requires
+// samples >= parts >= 1 (a UserError otherwise: every part must get at least
+// one sample).
 std::vector<int64_t> chunk_sizes(int64_t samples, int64_t parts);
 
 // Splits `batch` along dim 0 into one chunk per device, chunk i on devices[i],
 // with chunk_sizes(batch.size(0), devices.size()) samples: chunk 0 the first
-// rows, chunk 1 the next, and so on, every row in exactly one chunk. An empty batch, an
-// empty device list, or more devices than samples is a UserError that says so.
+// rows, chunk 1 the next, and so on, every row in exactly one chunk. A chunk on
+// the batch's own device takes no memory of its own. An empty batch, an empty
+// device list, or more devices than samples is a UserError that says so.
 std::vector<torch::Tensor> scatter(const torch::Tensor& batch, const std::vector<torch::Device>& devices);
 
 // ---- ex2.2: replicate ---------------------------------------------------------

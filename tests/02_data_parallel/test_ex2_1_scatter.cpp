@@ -35,6 +35,10 @@ TEST_CASE("ex2.1 scatter gives device i the i-th run of samples, uneven sizes in
         REQUIRE(chunks[i].device() == devices[i]);
         INFO("chunk i must hold samples start..start+size-1, in order");
         REQUIRE(torch::equal(chunks[i], images.narrow(0, start, sizes[i])));
+        const char* rows = static_cast<const char*>(images.data_ptr()) + start * images.stride(0) * images.element_size();
+        INFO("chunk " << i << " is on the batch's own device, yet it does not lie in the batch's memory: it took "
+             "memory of its own");
+        REQUIRE(chunks[i].data_ptr() == rows);
         start += sizes[i];
       }
       REQUIRE(start == samples);
