@@ -87,16 +87,12 @@ class DynamicLossScaler {
   bool unscale(const std::vector<torch::Tensor>& parameters, workbook::Communicator& comm);
 
   // ex9.2: called once after every step tried, with whether it overflowed
-  // on any rank. The contract, in what the accessors report:
-  //  - an overflow says the scale is too large NOW: the next step must use a
-  //    smaller one, by backoff_factor, and skipped_steps() counts it;
-  //  - a clean step says nothing by itself; only a run of growth_interval
-  //    clean steps in a row, with no change of scale in it, lets the scale
-  //    try growth_factor times larger, and a run starts afresh after every
-  //    change of scale, whichever way it went;
-  //  - clean_steps() is the length of the current run: the clean steps since
-  //    the scale last changed (or since construction).
-  // The factors and the interval are the options', whatever they are.
+  // on any rank: one probe of the search the lesson describes (an overflow
+  // says the scale is too large now; clean steps, growth_interval of them,
+  // say a larger one is worth a try), with the options' factors and
+  // interval, whatever they are. What it has found is what the accessors
+  // report: scale_value() for the next step, skipped_steps() the overflows
+  // so far, clean_steps() the clean steps since the scale last changed.
   void update(bool found_inf);
 
  private:
