@@ -19,10 +19,18 @@ namespace fs = std::filesystem;
 
 // ---- chapters: chapters/NN_name/chapter.json ----------------------------------
 
+// A change to an exercise that a file finished before it may not survive
+// (Note [learners mid-course] in revisions.hpp).
+struct Revision {
+  std::string on;    // "2026-11-30": the day it reached main
+  std::string what;  // what changed, for a learner who had finished it
+};
+
 struct Exercise {
   std::string id;     // "ex1.2"
   std::string title;  // "The train step"
   std::string file;   // where the learner writes it, relative to the chapter folder
+  std::vector<Revision> revised = {};  // oldest first
 };
 
 // A program `workbook bench` runs beside the two builds, e.g. PyTorch's own.

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "cli.hpp"
+#include "revisions.hpp"
 #include "commands.hpp"
 #include "learner_states.hpp"
 #include "skeleton.hpp"
@@ -93,8 +94,10 @@ int cmd_list(bool check_first) {
     } else if (check_first) {
       const std::string fingerprint = chapter_fingerprint(chapter);
       const int64_t time = seconds_now();
+      const auto revised = revisions_since_done(chapter, checks.value(chapter.id, nlohmann::json()));
       check = check_chapter(chapter, kQuickFilter, /*quiet=*/true);
       print_states(chapter, check, unfinished);
+      print_revisions(revised);
       record_check(chapter, check_rows(chapter, check), fingerprint, time);
     } else {
       all_current = print_kept_states(chapter, checks) && all_current;
@@ -126,8 +129,16 @@ int cmd_check(const std::optional<std::string>& target) {
       rows.erase(std::remove_if(rows.begin(), rows.end(), [&](const StateRow& r) { return r.exercise != only->id; }),
                  rows.end());
     }
+    // What changed since this learner last found an exercise done (Note [learners mid-course]).
+    std::vector<std::string> revised =
+        revisions_since_done(*chapter, load_state().value("checks", nlohmann::json::object()).value(chapter->id, nlohmann::json()));
+    if (only)
+      revised.erase(std::remove_if(revised.begin(), revised.end(),
+                                   [&](const std::string& line) { return line.rfind(only->id + " ", 0) != 0; }),
+                    revised.end());
     record_check(*chapter, rows, fingerprint, time);
     if (!check.built) {
+      print_revisions(revised);
       fmt::print("\nFix the compiler errors above in chapters/{}/, then run `workbook check` again.\n", chapter->folder);
       return 1;
     }
@@ -146,6 +157,7 @@ int cmd_check(const std::optional<std::string>& target) {
     } else {
       first = print_states(*chapter, check, chapter_unfinished);
     }
+    print_revisions(revised);
     unfinished += chapter_unfinished;
     if (chapter_unfinished == 0) continue;
 

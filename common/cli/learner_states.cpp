@@ -10,6 +10,7 @@
 #include <set>
 
 #include "learner_states.hpp"
+#include "revisions.hpp"
 #include "skeleton.hpp"
 
 namespace workbook::cli {
@@ -214,7 +215,12 @@ bool print_kept_states(const Chapter& chapter, const nlohmann::json& checks) {
     if (k && !one_note) state += ", " + kept_note(*k);
     fmt::print("  {} {}\n", dotted(label, 60), state);
   }
+  print_revisions(revisions_since_done(chapter, kept));
   return all_current;
+}
+
+void print_revisions(const std::vector<std::string>& lines) {
+  for (const std::string& line : lines) fmt::print("  ! {}\n", line);
 }
 
 }  // namespace workbook::cli

@@ -48,5 +48,7 @@ void record_check(const Chapter& chapter, const std::vector<StateRow>& rows, con
                   int64_t time);
 // What the last checks found, built and run nothing; false when a row is stale or was never checked.
 bool print_kept_states(const Chapter& chapter, const nlohmann::json& checks);
+// Each line of revisions_since_done (revisions.hpp), indented under a chapter's table.
+void print_revisions(const std::vector<std::string>& lines);
 
 }  // namespace workbook::cli

@@ -226,9 +226,15 @@ Chapter parse_chapter(const fs::path& manifest) {
   f.get("uses", Strings{});  // only its type checked
   if (!f.has("exercises")) f.fail("exercises", "missing");
   for (const auto& [exercise, where] : f.list("exercises")) {
-    const Fields e(*exercise, manifest, where, {"id", "title", "file"});
+    const Fields e(*exercise, manifest, where, {"id", "title", "file", "revised"});
     chapter.exercises.push_back({e.required<std::string>("id"), e.required<std::string>("title"),
                                  e.required<std::string>("file")});
+    for (const auto& [revision, at] : e.list("revised")) {
+      const Fields r(*revision, manifest, at, {"on", "what"});
+      const std::string on = r.required<std::string>("on");
+      if (!std::regex_match(on, std::regex(R"(\d{4}-\d{2}-\d{2})"))) r.fail("on", "must be a date, YYYY-MM-DD");
+      chapter.exercises.back().revised.push_back({on, r.required<std::string>("what")});
+    }
   }
   // "bench": one part (an object) or several (a list of them).
   if (f.has("bench") && f.at("bench").is_object()) {
