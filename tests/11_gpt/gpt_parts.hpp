@@ -82,17 +82,6 @@ inline workbook::Gpt whole_model_for_bfloat16(const ch11::MeshShape& shape, uint
   return whole;
 }
 
-// Every gradient averaged over the data group (each data rank's loss is the
-// mean over its own rows): what ex11.4's test does after the tied gradients.
-inline void average_over_data_group(ch11::GptStageImpl& stage, const ch11::Mesh& mesh) {
-  if (mesh.shape.data == 1) return;
-  for (torch::Tensor& parameter : stage.parameters()) {
-    torch::Tensor grad = parameter.mutable_grad();
-    mesh.data->all_reduce(grad, workbook::ReduceOp::Sum);
-    grad.div_(mesh.shape.data);
-  }
-}
-
 // Rows [first, first + count) of each of q, k and v in a whole qkv's [3w, ...] tensor.
 inline torch::Tensor qkv_head_rows(const torch::Tensor& whole, int64_t width, int64_t first, int64_t count) {
   return torch::cat({whole.narrow(0, first, count), whole.narrow(0, width + first, count),
