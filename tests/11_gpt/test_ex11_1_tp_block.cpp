@@ -2,6 +2,7 @@
 // the whole block (workbook::GptBlock) in float64, at 1, 2 and 4 ranks.
 #include "catch2_compat.hpp"
 
+#include "gpt_parts.hpp"
 #include "mpi_test.hpp"
 #include "tp_block.hpp"
 #include "workbook/autocast.hpp"
@@ -10,12 +11,6 @@
 namespace {
 
 constexpr int64_t kWidth = 32, kHeads = 4;
-
-// Rows [first, first + count) of each of q, k and v in the whole qkv's [3w, w] weight (or [3w] bias).
-torch::Tensor head_rows(const torch::Tensor& whole, int64_t first, int64_t count) {
-  return torch::cat({whole.narrow(0, first, count), whole.narrow(0, kWidth + first, count),
-                     whole.narrow(0, 2 * kWidth + first, count)});
-}
 
 }  // namespace
 
@@ -47,9 +42,12 @@ TEST_CASE("ex11.1 the split block computes the whole block's output and gradient
   REQUIRE(mpi_test::all_ranks(t == 1 || (in_forward == 2 && in_backward == 2)));
 
   const int64_t local = kWidth / t, hidden = 4 * kWidth / t;
-  INFO("each rank's gradients: its heads' rows of q, k and v, its columns of the projection, its hidden features");
+  // qkv's rows in whatever order this rank keeps them (read from its weights).
+  const auto qkv_rows = gpt_parts::rows_like(split->qkv->weight, whole->attention->qkv->weight);
+  INFO("this rank's parameters' gradients differ from its parts of the whole block's");
   REQUIRE(mpi_test::all_ranks(
-      torch::allclose(split->qkv->weight.grad(), head_rows(whole->attention->qkv->weight.grad(), r * local, local)) &&
+      torch::allclose(split->qkv->weight.grad(), qkv_rows(whole->attention->qkv->weight.grad())) &&
+      torch::allclose(split->qkv->bias.grad(), qkv_rows(whole->attention->qkv->bias.grad())) &&
       torch::allclose(split->projection->weight.grad(),
                       whole->attention->projection->weight.grad().narrow(1, r * local, local)) &&
       torch::allclose(split->expand->weight.grad(), whole->expand->weight.grad().narrow(0, r * hidden, hidden)) &&
