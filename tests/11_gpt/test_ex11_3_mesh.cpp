@@ -73,8 +73,7 @@ TEST_CASE("ex11.3 a tensor group lies on as few nodes as can be, then the group 
                                                  [](ch11::MeshCoordinates& c, int i) { c.data = i; });
             INFO("the data group through (pipeline " << p << ", tensor " << t << ") spans " << data_nodes
                                                      << " nodes; with every tensor group on the fewest nodes, "
-                                                     << data_fewest << " can hold it (for the default model a data "
-                                                     << "group moves more bytes a step than a pipeline group)");
+                                                     << data_fewest << " can hold it");
             REQUIRE(data_nodes == data_fewest);
           }
     }
