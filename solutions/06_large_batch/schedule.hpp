@@ -45,31 +45,16 @@ struct LrSchedule {
 // ---- ex6.1 ----------------------------------------------------------------------
 
 // The rate after `epoch` epochs of training (fractional: step s of an epoch of
-// S steps is epoch e + s / S), as the pictures above draw it. What it must do,
-// with peak = peak_learning_rate (given):
-//   - at epoch 0: the single-device rate base_lr, or the peak if the peak is
-//     lower (a batch no larger than base_batch has nothing to warm up to);
-//     without a warm-up (warmup_epochs 0), the peak;
-//   - during the warm-up: a straight line in the epoch, so that the rate
-//     grows a little at every step (not once per epoch), reaching the peak
-//     exactly at warmup_epochs, with no jump there;
-//   - after it: the peak until the next milestone; or, with end_epoch > 0, a
-//     straight line from the peak at warmup_epochs down to 0 at end_epoch,
-//     and 0 from then on (never below);
-//   - a milestone m of decay_epochs counts from epoch m itself on: from there
-//     the rate is decay_factor times what the lines above give, once per
-//     milestone reached, during the warm-up too.
-// Two of the tests' schedules, at a few epochs (the tests check more points):
-//
-//   base_lr 0.1, base_batch 256, global_batch 8192 (peak 3.2), warm-up 5 epochs,
-//   milestones 30, 60, 80 (× 0.1):
-//     epoch   0     0.25   1      2.5    5     29.99  30     60.5    89.9
-//     rate    0.1   0.255  0.72   1.65   3.2   3.2    0.32   0.032   0.0032
-//
-//   base_lr 0.1, base_batch 256, global_batch 1024 (peak 0.4), warm-up 1 epoch,
-//   end_epoch 5:
-//     epoch   0     0.5    1      2      4.5    5     6
-//     rate    0.1   0.25   0.4    0.3    0.05   0     0
+// S steps is epoch e + s / S), as the pictures above draw it, with peak =
+// peak_learning_rate (given). What the pictures leave open:
+//   - it starts from the single-device rate, base_lr, or from the peak if
+//     that is lower (a batch no larger than base_batch has nothing to warm up
+//     to); with no warm-up (warmup_epochs 0), from the peak;
+//   - it moves at every step, not once an epoch, and jumps only at a
+//     milestone: the warm-up ends at the peak, at warmup_epochs exactly;
+//   - with end_epoch > 0 it reaches 0 at end_epoch and stays there;
+//   - each milestone of decay_epochs applies from its own epoch on, the
+//     warm-up included: decay_factor once for every milestone reached.
 // BEGIN SOLUTION NOTE ex6.1
 //   start  = min(base_lr, peak)
 //   epoch < warmup_epochs:  start + (peak − start) · epoch / warmup_epochs
