@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""The tables of chapters/11_gpt/results.md, rendered from the kept files
-(the test ch11_results_tables checks that results.md holds what this prints).
+"""The tables of chapters/11_gpt/results.md and results_bench.md, rendered
+from the kept files (the tests ch11_results_tables and ch11_results_bench_tables
+check that they hold what this prints).
 
     python3 tables.py bench measured/bench_X.jsonl PART   # `workbook bench ch11 --json`'s medians
     python3 tables.py profile FILE[=LABEL]...             # where a step's time goes

@@ -27,6 +27,10 @@ add_test(NAME ch11_results_tables
          COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/support/check_rendered_tables.py
                  ${CMAKE_SOURCE_DIR}/chapters/11_gpt/results.md)
 set_tests_properties(ch11_results_tables PROPERTIES LABELS "ch11")
+add_test(NAME ch11_results_bench_tables
+         COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/support/check_rendered_tables.py
+                 ${CMAKE_SOURCE_DIR}/chapters/11_gpt/results_bench.md)
+set_tests_properties(ch11_results_bench_tables PROPERTIES LABELS "ch11")
 if(TARGET ch11_plan_solution)
   workbook_expect_error(ch11_plan_assumed_needs_links "solution;ch11" 2 "--assume-ranks needs"
                         $<TARGET_FILE:ch11_plan_solution> --assume-ranks 8)
