@@ -74,7 +74,7 @@ torch::Tensor FlatGroup::owned() const { return flat_.narrow(0, partition_.shard
 
 // Note: [the gradients copied in one call] One _foreach_copy_ for all of
 // them, not a copy_ each: on a GPU, where each copy_ is a kernel launched
-// (52 a step in Chapter 11's GPT, chapters/11_gpt/results.md), ATen copies
+// (52 a step in Chapter 11's GPT, chapters/11_gpt/results_bench.md), ATen copies
 // a list of same-typed tensors with multi-tensor kernels, each launch
 // covering many; on a CPU it makes the same copies one by one. Not yet
 // measured on a GPU.

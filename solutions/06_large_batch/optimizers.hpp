@@ -84,7 +84,7 @@ struct LarsOptions : public torch::optim::OptimizerCloneableOptions<LarsOptions>
   TORCH_ARG(double, weight_decay) = 5e-4;
   TORCH_ARG(double, trust_coefficient) = 1e-3;  // η
   TORCH_ARG(bool, adapt) = true;                // false: plain momentum SGD for this group
-  // Goyal et al. §2.2: when lr changes, scale v by lr_new / lr_old first.
+  // Goyal et al. §2.2: the contract at the top of this file.
   TORCH_ARG(bool, momentum_correction) = false;
 
  public:
