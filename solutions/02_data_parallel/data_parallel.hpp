@@ -22,10 +22,17 @@ namespace ch02 {
 
 // ---- ex2.1: scatter -----------------------------------------------------------
 
-// How many samples each of `parts` chunks gets: they sum to `samples`, as
-// even as whole samples allow, the larger first where they differ. Requires
-// samples >= parts >= 1 (a UserError otherwise: every part must get at least
-// one sample).
+// How many samples each device gets, for devices that run speeds[i] samples a
+// second: equal speeds for identical devices; a lower one for a device that
+// also does other work (the primary gathers, computes the loss and steps the
+// optimizer). The step ends when the last device has finished its chunk, so
+// the longest sizes[i] / speeds[i] must be as short as whole samples allow;
+// every device gets at least one sample, and the sizes sum to `samples`.
+// A UserError, saying which, for fewer samples than devices, no devices, or
+// a speed that is not a positive number.
+std::vector<int64_t> chunk_sizes(int64_t samples, const std::vector<double>& speeds);
+
+// Given: the sizes for `parts` identical devices (the one above, every speed 1).
 std::vector<int64_t> chunk_sizes(int64_t samples, int64_t parts);
 
 // Splits `batch` along dim 0 into one chunk per device, chunk i on devices[i],
