@@ -54,7 +54,8 @@ struct LrSchedule {
 //     milestone: the warm-up ends at the peak, at warmup_epochs exactly;
 //   - with end_epoch > 0 it reaches 0 at end_epoch and stays there;
 //   - each milestone of decay_epochs applies from its own epoch on, the
-//     warm-up included: decay_factor once for every milestone reached.
+//     warm-up and a linear decay included: decay_factor once for every
+//     milestone reached.
 // BEGIN SOLUTION NOTE ex6.1
 //   start  = min(base_lr, peak)
 //   epoch < warmup_epochs:  start + (peak − start) · epoch / warmup_epochs

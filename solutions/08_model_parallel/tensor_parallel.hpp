@@ -158,10 +158,10 @@ class TensorParallelFashionCNN : public torch::nn::Module {
   // Given: conv1 → BN → ReLU → pool → conv2 → BN → ReLU → pool → flatten: [N, 2304].
   torch::Tensor features(const torch::Tensor& images);
   // Dropout of this rank's columns of fc1's output (training mode only). The
-  // split model is the single process's, masks included: the one process
-  // draws, at each forward in training, full_dropout_mask(N, 600, p, g) from
-  // a generator g seeded with dropout_seed, as dropout_generator_ is; so must
-  // the split model, however many ranks there are.
+  // split model is the single process's, masks included, however many ranks
+  // there are: the one process multiplies fc1's output, at each forward in
+  // training, by full_dropout_mask(N, 600, p, g), g a generator seeded with
+  // dropout_seed (as dropout_generator_ is).
   torch::Tensor dropout(const torch::Tensor& shard);
 
   torch::nn::Conv2d conv1{nullptr}, conv2{nullptr};

@@ -27,8 +27,9 @@ struct RankClock {
 
 // ---- ex10.2 -------------------------------------------------------------------
 // The world the two clocks describe: the lesson's section 2 (a message of n
-// bytes takes α + n·β; a rank has one outgoing link; handing it a message
-// does not stop the program).
+// bytes takes α + n·β; a rank has one outgoing link, which carries one
+// message at a time, from the moment it leaves until it has arrived;
+// handing it a message does not stop the program).
 //
 // `sender` hands a message of `bytes` bytes to its link. Returns when the
 // message has arrived, and leaves `sender`'s clocks true. The sender's
