@@ -29,7 +29,7 @@ namespace ch02 {
 // the longest sizes[i] / speeds[i] must be as short as whole samples allow;
 // every device gets at least one sample, and the sizes sum to `samples`.
 // A UserError, saying which, for fewer samples than devices, no devices, or
-// a speed that is not a positive number.
+// a speed that is not a positive, finite number.
 std::vector<int64_t> chunk_sizes(int64_t samples, const std::vector<double>& speeds);
 
 // Given: the sizes for `parts` identical devices (the one above, every speed 1).

@@ -54,9 +54,8 @@ TEST_CASE("ex11.3 a tensor group lies on as few nodes as can be, then the group 
   for (int per_node : {2, 4})
     for (const ch11::MeshShape& shape : shapes_of(8)) {
       CAPTURE(per_node, shape.data, shape.pipeline, shape.tensor);
-      // Sizes are powers of two: a tensor group fills whole nodes or shares one
-      // with per_node / tensor others, and a data group's members sit in
-      // different tensor groups.
+      // Sizes are powers of two: a tensor group fills whole nodes or shares
+      // one with per_node / tensor others.
       const int tensor_fewest = (shape.tensor + per_node - 1) / per_node;
       const int groups_per_node = std::max(1, per_node / shape.tensor);
       const int data_fewest = (shape.data + groups_per_node - 1) / groups_per_node;
