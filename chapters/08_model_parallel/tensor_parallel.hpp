@@ -141,11 +141,11 @@ class TensorParallelFashionCNN : public torch::nn::Module {
 
   // Given: conv1 → BN → ReLU → pool → conv2 → BN → ReLU → pool → flatten: [N, 2304].
   torch::Tensor features(const torch::Tensor& images);
-  // Dropout of this rank's columns of fc1's output (training mode only). The
-  // split model is the single process's, masks included, however many ranks
-  // there are: the one process multiplies fc1's output, at each forward in
-  // training, by full_dropout_mask(N, 600, p, g), g a generator seeded with
-  // dropout_seed (as dropout_generator_ is).
+  // Dropout of this rank's columns of fc1's output (training mode only):
+  // each kept feature scaled by 1 / (1 - p), a new mask at every call. The
+  // split model is one dropout network, whatever the number of ranks: from
+  // the same dropout_seed, this rank's columns of the mask are those the
+  // same model on one rank would draw, call for call.
   torch::Tensor dropout(const torch::Tensor& shard);
 
   torch::nn::Conv2d conv1{nullptr}, conv2{nullptr};
@@ -173,8 +173,8 @@ struct Evaluation {
 Evaluation evaluate_tensor_parallel(TensorParallelFashionCNN& model, const torch::Tensor& images,
                                     const torch::Tensor& labels, int64_t batch);
 
-// Given: the dropout mask over a whole [rows, columns] activation (kept /
-// (1 - p), or 0), from `generator`: what the single process multiplies by.
+// Given: a dropout mask over a [rows, columns] activation (1 / (1 - p) where
+// kept, 0 where dropped), from `generator`.
 torch::Tensor full_dropout_mask(int64_t rows, int64_t columns, double p, torch::Generator& generator);
 
 }  // namespace ch08

@@ -28,7 +28,7 @@ int cmd_tour(TourScale scale, const std::optional<std::string>& json, const std:
 int cmd_plan(std::vector<std::string> links, bool predict_only, const std::optional<std::string>& json);
 int cmd_model(std::vector<int> nodes, std::vector<std::string> links, bool quick, const std::optional<std::string>& json,
               bool no_steps);
-int cmd_report(const std::vector<std::string>& files, const std::optional<std::string>& out_dir);
+int cmd_report(const std::vector<std::string>& files, const std::optional<std::string>& out_dir, bool table_only = false);
 int cmd_info();
 int cmd_dev_sync(bool dry_run);
 int cmd_dev_check(bool reference_run);

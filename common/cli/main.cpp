@@ -150,7 +150,9 @@ int main(int argc, char** argv) {
   report->add_option("files", report_files, "tour.jsonl, model.jsonl, `workbook bench --json` or --trace files (default: the last tour's)")
       ->check(CLI::ExistingFile);
   report->add_option("--out", report_out, "folder for the PNGs (default build/<preset>/report)");
-  report->callback([&] { status = cmd_report(report_files, report_out); });
+  static bool report_table_only = false;
+  report->add_flag("--table", report_table_only, "the tour's table only: no plots drawn");
+  report->callback([&] { status = cmd_report(report_files, report_out, report_table_only); });
 
   auto* cluster = app.add_subcommand(
       "cluster", "an emulated cluster on this machine (root): up [--nodes N] [--link RATE] | down | status | measure");
