@@ -105,9 +105,9 @@ TEST_CASE("ex8.4 with dropout, the split model is one dropout network, whatever 
   ch08::TensorParallelFashionCNN single(*whole, *alone, p, /*dropout_seed=*/77);
   const ch08::Shard columns = split.fc1->outputs;
   {
-    ch08::TensorParallelFashionCNN without(*whole, *comm, 0.0);
+    ch08::TensorParallelFashionCNN dropping(*whole, *comm, p, /*dropout_seed=*/79), without(*whole, *comm, 0.0);
     const torch::Tensor images = images_for(0, 6);
-    const bool same = torch::allclose(split.forward(images), without.forward(images));
+    const bool same = torch::allclose(dropping.forward(images), without.forward(images));
     INFO("in training mode at p = 0.5, forward gives the logits of the same model without dropout: fc1's features "
          "are not dropped");
     REQUIRE(mpi_test::all_ranks(!same));
