@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gpt_stage.hpp"
+#include "step.hpp"
 
 namespace gpt_parts {
 
@@ -80,6 +81,18 @@ inline workbook::Gpt whole_model_for_bfloat16(const ch11::MeshShape& shape, uint
   torch::NoGradGuard no_grad;
   whole->tokens->weight.mul_(25.0);
   return whole;
+}
+
+// One step of ex11.5's trainer (2 micro-batches, `bfloat16` as given) on
+// this data rank's rows of `bytes` and `targets`: the loss it returns.
+inline double step_on_my_rows(ch11::GptStageImpl& stage, const ch11::Mesh& mesh, bool bfloat16,
+                              const torch::Tensor& bytes, const torch::Tensor& targets) {
+  ch11::StepOptions options;
+  options.micro_batches = 2;
+  options.bfloat16 = bfloat16;
+  ch11::GptTrainer trainer(stage, mesh, options);
+  const int64_t rows = bytes.size(0) / mesh.shape.data;
+  return trainer.step(bytes.narrow(0, mesh.here.data * rows, rows), targets.narrow(0, mesh.here.data * rows, rows));
 }
 
 // For each row of `part`, the row of `whole` nearest to it: the part's

@@ -69,13 +69,7 @@ TEST_CASE("ex11.5 under bfloat16 autocast the loss stays near float32's", "[ex11
 
     const ch11::Mesh mesh = gpt_parts::mesh_for(*world, shape);
     ch11::GptStage stage(*whole, mesh);
-    ch11::StepOptions options;
-    options.micro_batches = 2;
-    options.bfloat16 = true;
-    ch11::GptTrainer trainer(*stage, mesh, options);
-    const int64_t rows = 8 / shape.data;
-    const double loss =
-        trainer.step(bytes.narrow(0, mesh.here.data * rows, rows), targets.narrow(0, mesh.here.data * rows, rows));
+    const double loss = gpt_parts::step_on_my_rows(*stage, mesh, /*bfloat16=*/true, bytes, targets);
     INFO("bfloat16's loss " << loss << ", float32's " << whole_loss);
     REQUIRE(mpi_test::all_ranks(std::abs(loss - whole_loss) < 2e-2 * whole_loss));
     INFO("the loss is float32's to 1e-6: the products did not run in bfloat16");
@@ -103,13 +97,7 @@ TEST_CASE("ex11.5 under bfloat16 autocast logits beyond float16's range stay fin
     const double whole_loss = whole->loss(bytes, targets).item<double>();
     const ch11::Mesh mesh = gpt_parts::mesh_for(*world, shape);
     ch11::GptStage stage(*whole, mesh);
-    ch11::StepOptions options;
-    options.micro_batches = 2;
-    options.bfloat16 = true;
-    ch11::GptTrainer trainer(*stage, mesh, options);
-    const int64_t rows = 8 / shape.data;
-    const double loss =
-        trainer.step(bytes.narrow(0, mesh.here.data * rows, rows), targets.narrow(0, mesh.here.data * rows, rows));
+    const double loss = gpt_parts::step_on_my_rows(*stage, mesh, /*bfloat16=*/true, bytes, targets);
     INFO("the loss " << loss << ", float32's " << whole_loss << ": a loss that is not finite, or far from "
          "float32's, came from products in a type whose range ends at 65504");
     REQUIRE(mpi_test::all_ranks(std::isfinite(loss) && std::abs(loss - whole_loss) < 2e-2 * whole_loss));
