@@ -98,6 +98,10 @@ class Stage {
   virtual torch::Tensor send_backward_recv_forward(const torch::Tensor& input_grad, int64_t micro) = 0;
 };
 
+// Given: a dropout mask over a [rows, columns] activation (1 / (1 - p) where
+// kept, 0 where dropped), from `generator`: block 2's dropout.
+torch::Tensor full_dropout_mask(int64_t rows, int64_t columns, double p, torch::Generator& generator);
+
 class PipelineStage : public torch::nn::Module, public Stage {
  public:
   // This rank's stage (stage = rank, stages = ranks) of `full`, its layers

@@ -12,6 +12,7 @@ TensorParallelFashionCNN::TensorParallelFashionCNN(const workbook::FashionCNN& f
     : comm_(&comm),
       dropout_p_(dropout_p),
       hidden_(full.fc1->options.out_features()),
+      dropout_seed_(dropout_seed),
       dropout_generator_(at::make_generator<at::CPUGeneratorImpl>(dropout_seed)) {
   WB_CHECK(dropout_p >= 0.0 && dropout_p < 1.0, "dropout probability {} is not in [0, 1)", dropout_p);
   auto children = full.named_children();
@@ -57,11 +58,6 @@ Evaluation evaluate_tensor_parallel(TensorParallelFashionCNN& model, const torch
   e.accuracy = static_cast<double>(e.correct) / static_cast<double>(e.total);
   e.mean_loss = loss_sum / static_cast<double>(e.total);
   return e;
-}
-
-torch::Tensor full_dropout_mask(int64_t rows, int64_t columns, double p, torch::Generator& generator) {
-  torch::Tensor kept = torch::empty({rows, columns}, torch::kFloat64).bernoulli_(1.0 - p, generator);
-  return kept / (1.0 - p);
 }
 
 }  // namespace ch08

@@ -3,12 +3,16 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "pipeline.hpp"
-#include "tensor_parallel.hpp"  // full_dropout_mask: the same masks as the tensor-parallel model's
 #include "workbook/errors.hpp"
 #include "workbook/timing.hpp"
 #include "workbook/trace.hpp"
 
 namespace ch08 {
+
+torch::Tensor full_dropout_mask(int64_t rows, int64_t columns, double p, torch::Generator& generator) {
+  torch::Tensor kept = torch::empty({rows, columns}, torch::kFloat64).bernoulli_(1.0 - p, generator);
+  return kept / (1.0 - p);
+}
 
 std::vector<int64_t> block_output_shape(int block, int64_t rows) {
   switch (block) {

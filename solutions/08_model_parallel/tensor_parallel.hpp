@@ -158,10 +158,11 @@ class TensorParallelFashionCNN : public torch::nn::Module {
   // Given: conv1 → BN → ReLU → pool → conv2 → BN → ReLU → pool → flatten: [N, 2304].
   torch::Tensor features(const torch::Tensor& images);
   // Dropout of this rank's columns of fc1's output (training mode only):
-  // each kept feature scaled by 1 / (1 - p), a new mask at every call. The
-  // split model is one dropout network, whatever the number of ranks: from
-  // the same dropout_seed, this rank's columns of the mask are those the
-  // same model on one rank would draw, call for call.
+  // each feature dropped with probability p and the kept ones scaled by
+  // 1 / (1 - p), anew at every call. The split model is one dropout network,
+  // whatever the number of ranks: built from the same model and the same
+  // dropout_seed, and given the same batches, it trains as the same model on
+  // a group of one rank does.
   torch::Tensor dropout(const torch::Tensor& shard);
 
   torch::nn::Conv2d conv1{nullptr}, conv2{nullptr};
@@ -174,7 +175,10 @@ class TensorParallelFashionCNN : public torch::nn::Module {
   workbook::Communicator* comm_;
   double dropout_p_;
   int64_t hidden_;  // fc1's output features in the whole model (600)
-  torch::Generator dropout_generator_;
+  // Set by the given constructor, for dropout() to use as its design needs:
+  uint64_t dropout_seed_;
+  torch::Generator dropout_generator_;  // seeded with dropout_seed
+  int64_t dropout_calls_ = 0;           // dropout()'s calls in training mode so far, if you count them
 };
 
 // What evaluating a split model on the test set found (every rank gets it).
@@ -188,9 +192,5 @@ struct Evaluation {
 // forward on the same batches, or f and g would add up parts of different samples.
 Evaluation evaluate_tensor_parallel(TensorParallelFashionCNN& model, const torch::Tensor& images,
                                     const torch::Tensor& labels, int64_t batch);
-
-// Given: a dropout mask over a [rows, columns] activation (1 / (1 - p) where
-// kept, 0 where dropped), from `generator`.
-torch::Tensor full_dropout_mask(int64_t rows, int64_t columns, double p, torch::Generator& generator);
 
 }  // namespace ch08
