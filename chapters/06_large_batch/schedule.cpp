@@ -1,4 +1,4 @@
-// schedule.cpp — ex6.1: linear scaling, gradual warm-up, step or linear decay.
+// schedule.cpp — given: linear scaling, gradual warm-up, step or linear decay.
 #include "schedule.hpp"
 
 #include <algorithm>
@@ -24,7 +24,20 @@ void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
 }
 
 double learning_rate_at(const LrSchedule& schedule, double epoch) {
-  WB_NOT_IMPLEMENTED("ex6.1");  // TODO(ex6.1): your code here
+  const double peak = peak_learning_rate(schedule);
+  double lr = peak;
+  if (schedule.warmup_epochs > 0 && epoch < schedule.warmup_epochs) {
+    // Goyal et al.: from the single-device rate, by the same amount every step.
+    const double start = std::min(schedule.base_lr, peak);
+    lr = start + (peak - start) * std::max(epoch, 0.0) / schedule.warmup_epochs;
+  } else if (schedule.end_epoch > 0) {
+    // A straight line to 0 at the run's end: the rate is still large while the
+    // run has far to go, and small for its last steps, however long it is.
+    lr = peak * std::max(schedule.end_epoch - epoch, 0.0) / (schedule.end_epoch - schedule.warmup_epochs);
+  }
+  for (const double milestone : schedule.decay_epochs)
+    if (epoch >= milestone) lr *= schedule.decay_factor;
+  return lr;
 }
 
 }  // namespace ch06

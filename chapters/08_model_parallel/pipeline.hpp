@@ -178,8 +178,7 @@ class PipelineStage : public torch::nn::Module, public Stage {
 // ---- ex8.6 and ex8.7: the schedules ---------------------------------------------
 // One training step's forwards and backwards of every micro-batch on this
 // stage, after begin_step(); every stage runs the same schedule at once.
-// ex8.6: every forward, then every backward; the backwards in any order that
-// every stage shares (a received gradient carries no micro-batch number).
+// ex8.6: every forward, then every backward (GPipe).
 // ex8.7: the same micro-batches, each stage's backwards as early as its
 // neighbours allow, at most p − s held on stage s; the forwards of both in
 // micro-batch order (dropout draws its masks in that order). Must work for

@@ -57,7 +57,9 @@ class Fields {
   void only(const std::vector<std::string>& known) const {
     for (const auto& [key, value] : object_.items())
       if (std::find(known.begin(), known.end(), key) == known.end())
-        fail(key, fmt::format("unknown key (known here: {})", fmt::join(known, ", ")));
+        fail(key, fmt::format("unknown key (known here: {}); if you have just updated the workbook, this "
+                              "`workbook` is older than its chapters: rebuild it (cmake --build build/default, or your own build folder)",
+                              fmt::join(known, ", ")));
   }
 
   bool has(const std::string& key) const { return object_.contains(key); }

@@ -67,7 +67,7 @@ torch::Tensor accumulated_train_step(workbook::Classifier& model, torch::optim::
 // The end state of a round, which callers read: when the round's last add()
 // returns, .grad holds the gradient the optimizer stepped with, the mean
 // over every rank of the round's gradient (ch06_train --noise-scale reads it
-// there, beside the observer's local one: workbook/noise_scale.hpp). The
+// there, beside the observer's local one: noise_scale.hpp). The
 // next round's gradients must start from nothing all the same.
 //
 // Why it measures communication: with frequency k a batch costs

@@ -40,7 +40,7 @@
 #include "steps_to_target.hpp"
 #include "workbook/errors.hpp"
 #include "workbook/memory.hpp"
-#include "workbook/noise_scale.hpp"
+#include "noise_scale.hpp"
 #include "workbook/program.hpp"
 #include "workbook/seeds.hpp"
 #include "workbook/timing.hpp"

@@ -15,7 +15,7 @@
 #include "steps_to_target.hpp"
 #include "workbook/errors.hpp"
 #include "workbook/memory.hpp"
-#include "workbook/noise_scale.hpp"
+#include "noise_scale.hpp"
 #include "workbook/program.hpp"
 #include "workbook/seeds.hpp"
 #include "workbook/timing.hpp"
@@ -65,11 +65,11 @@ Outcome train_config(const Config& config, const Setup& setup, const workbook::F
   // --noise-scale: the same steps, a micro-batch per GradientAggregator::add,
   // whose observer sees each rank's own gradient before the all-reduce.
   std::optional<ch06::GradientAggregator> aggregator;
-  std::optional<workbook::NoiseScale> noise;
+  std::optional<ch06::NoiseScale> noise;
   torch::Tensor local_squared;  // |this rank's gradient|², the last round's
   if (setup.noise_scale) {
     aggregator.emplace(*model, *optimizer, comm, local_batch / micro_batch);
-    aggregator->observe_local_gradients([&](workbook::Classifier& m) { local_squared = workbook::squared_gradient_norm(m); });
+    aggregator->observe_local_gradients([&](workbook::Classifier& m) { local_squared = ch06::squared_gradient_norm(m); });
     noise.emplace(local_batch, config.global_batch);
   }
 
@@ -95,7 +95,7 @@ Outcome train_config(const Config& config, const Setup& setup, const workbook::F
         loss = ch06::accumulated_train_step(*model, *optimizer, ch06::split_batch(batch, micro_batch), comm);
       }
       outcome.train_seconds += clock.stop();
-      if (noise) noise->add(local_squared, workbook::squared_gradient_norm(*model));  // .grad: the averaged gradient
+      if (noise) noise->add(local_squared, ch06::squared_gradient_norm(*model));  // .grad: the averaged gradient
       loss_sum += loss.item<double>();
       ++outcome.steps;
       outcome.samples += config.global_batch;
@@ -126,7 +126,7 @@ Outcome train_config(const Config& config, const Setup& setup, const workbook::F
                              {"lr", lr}, {"train_loss", outcome.diverged ? nlohmann::json(nullptr) : nlohmann::json(train_loss)},
                              {"test_accuracy", eval.accuracy()}, {"train_s", outcome.train_seconds}};
     if (noise) {
-      const workbook::NoiseScaleEstimate e = noise->estimate(comm);
+      const ch06::NoiseScaleEstimate e = noise->estimate(comm);
       const bool resolved = e.resolved();
       if (leader)
         fmt::print("  noise scale over the epoch's {} steps: B_simple = {} (|G|² {:.4g}, tr Σ {:.4g}; {} per rank "

@@ -40,7 +40,7 @@ struct Setup {
   std::optional<double> base_lr;        // default: the method's
   double target = 0.85;
   bool momentum_correction = false;  // LARS only (Note: [momentum correction] in lars.cpp)
-  bool noise_scale = false;          // estimate B_simple every epoch (workbook/noise_scale.hpp)
+  bool noise_scale = false;          // estimate B_simple every epoch (noise_scale.hpp)
   std::string decay = "linear";      // "linear": to 0 at the run's end; "step": x0.1 at 1/2 and 3/4
 };
 

@@ -1,4 +1,4 @@
-// schedule.cpp — ex6.1: linear scaling, gradual warm-up, step or linear decay.
+// schedule.cpp — given: linear scaling, gradual warm-up, step or linear decay.
 #include "schedule.hpp"
 
 #include <algorithm>
@@ -24,7 +24,6 @@ void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
 }
 
 double learning_rate_at(const LrSchedule& schedule, double epoch) {
-  // BEGIN SOLUTION ex6.1
   const double peak = peak_learning_rate(schedule);
   double lr = peak;
   if (schedule.warmup_epochs > 0 && epoch < schedule.warmup_epochs) {
@@ -39,7 +38,6 @@ double learning_rate_at(const LrSchedule& schedule, double epoch) {
   for (const double milestone : schedule.decay_epochs)
     if (epoch >= milestone) lr *= schedule.decay_factor;
   return lr;
-  // END SOLUTION
 }
 
 }  // namespace ch06

@@ -1,4 +1,4 @@
-// schedule.hpp — ex6.1: the learning rate of a large global batch, step by step
+// schedule.hpp — given: the learning rate of a large global batch, step by step
 // ("Accurate, Large Minibatch SGD", Goyal et al. 2017).
 //
 //   lr
@@ -42,27 +42,14 @@ struct LrSchedule {
   double end_epoch = 0.0;       // > 0: decay linearly from the peak (at warmup_epochs) to 0 here
 };
 
-// ---- ex6.1 ----------------------------------------------------------------------
-
-// The rate after `epoch` epochs of training (fractional: step s of an epoch of
-// S steps is epoch e + s / S), as the pictures above draw it, with peak =
-// peak_learning_rate (given). What the pictures leave open:
-//   - it starts from the single-device rate, base_lr, or from the peak if
-//     that is lower (a batch no larger than base_batch has nothing to warm up
-//     to); with no warm-up (warmup_epochs 0), from the peak;
-//   - it moves at every step, not once an epoch, and jumps only at a
-//     milestone: the warm-up ends at the peak, at warmup_epochs exactly;
-//   - with end_epoch > 0 it reaches 0 at end_epoch and stays there;
-//   - each milestone of decay_epochs applies from its own epoch on, the
-//     warm-up and a linear decay included: decay_factor once for every
-//     milestone reached.
-// BEGIN SOLUTION NOTE ex6.1
+// Given: the rate after `epoch` epochs of training (fractional: step s of an
+// epoch of S steps is epoch e + s / S), as the pictures above draw it, with
+// peak = peak_learning_rate. It moves at every step, not once an epoch:
 //   start  = min(base_lr, peak)
 //   epoch < warmup_epochs:  start + (peak − start) · epoch / warmup_epochs
 //   afterwards:             peak, or with end_epoch > 0
 //                           peak · (end_epoch − epoch) / (end_epoch − warmup_epochs), 0 from end_epoch on
 //   then, at every milestone m ≤ epoch, times decay_factor.
-// END SOLUTION NOTE
 double learning_rate_at(const LrSchedule& schedule, double epoch);
 
 // Given: peak = base_lr · (global_batch / base_batch) ^ scaling_power.

@@ -36,7 +36,7 @@
 // diverged or collapsed is not doubled.
 //
 // Note: [the noise scale's prediction] Every run on 2 or more ranks also
-// measures B_simple = tr Σ / |G|² (workbook/noise_scale.hpp) over its steps:
+// measures B_simple = tr Σ / |G|² (noise_scale.hpp) over its steps:
 // McCandlish et al.'s estimate of B_crit, the batch where the steps stop
 // halving. The sweep prints both: B_crit fitted to the measured steps and
 // B_simple measured from the gradients.
@@ -58,7 +58,7 @@
 #include "schedule.hpp"
 #include "workbook/communicator.hpp"
 #include "workbook/fashion_mnist.hpp"
-#include "workbook/noise_scale.hpp"
+#include "noise_scale.hpp"
 #include "workbook/seeds.hpp"
 #include "workbook/timing.hpp"
 
@@ -127,11 +127,11 @@ inline RateTrial run_trial(int64_t global_batch, const Method& method, double lr
 
   // Through the aggregator: its observer sees each rank's own gradient, for the noise scale.
   GradientAggregator aggregator(*model, *optimizer, comm, local_batch / micro_batch);
-  std::optional<workbook::NoiseScale> noise;
+  std::optional<ch06::NoiseScale> noise;
   torch::Tensor local_squared;
   if (ranks >= 2) {
     noise.emplace(local_batch, global_batch);
-    aggregator.observe_local_gradients([&](workbook::Classifier& m) { local_squared = workbook::squared_gradient_norm(m); });
+    aggregator.observe_local_gradients([&](workbook::Classifier& m) { local_squared = ch06::squared_gradient_norm(m); });
   }
 
   ch03::DistributedSampler sampler(data.train.size(), ranks, comm.rank(), /*shuffle=*/true, setup.seed);
@@ -157,7 +157,7 @@ inline RateTrial run_trial(int64_t global_batch, const Method& method, double lr
     clock.start();
     for (const ch03::Batch& micro : split_batch(batch, micro_batch)) aggregator.add(micro);
     trial.train_seconds += clock.stop();
-    if (noise) noise->add(local_squared, workbook::squared_gradient_norm(*model));
+    if (noise) noise->add(local_squared, ch06::squared_gradient_norm(*model));
     ++trial.steps;
     if (trial.steps < next_evaluation && trial.steps < budget) continue;
     next_evaluation = std::max(next_evaluation + 1, static_cast<int64_t>(std::ceil(static_cast<double>(next_evaluation) * 1.1)));
@@ -192,7 +192,7 @@ inline RateTrial run_trial(int64_t global_batch, const Method& method, double lr
   // finite: a rate too high, as much as one that diverged.
   if (trial.stopped != "target" && trial.stopped != "diverged" && trial.accuracy < 0.15) trial.stopped = "collapsed";
   if (noise) {
-    const workbook::NoiseScaleEstimate e = noise->estimate(comm);
+    const ch06::NoiseScaleEstimate e = noise->estimate(comm);
     if (e.resolved()) trial.b_simple = e.b_simple;
   }
   return trial;
