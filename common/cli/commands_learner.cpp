@@ -130,12 +130,9 @@ int cmd_check(const std::optional<std::string>& target) {
                  rows.end());
     }
     // What changed since this learner last found an exercise done (Note [learners mid-course]).
-    std::vector<std::string> revised =
-        revisions_since_done(*chapter, load_state().value("checks", nlohmann::json::object()).value(chapter->id, nlohmann::json()));
-    if (only)
-      revised.erase(std::remove_if(revised.begin(), revised.end(),
-                                   [&](const std::string& line) { return line.rfind(only->id + " ", 0) != 0; }),
-                    revised.end());
+    const std::vector<std::string> revised =
+        revisions_since_done(*chapter, load_state().value("checks", nlohmann::json::object()).value(chapter->id, nlohmann::json()),
+                             only ? only->id : "");
     record_check(*chapter, rows, fingerprint, time);
     if (!check.built) {
       print_revisions(revised);

@@ -126,12 +126,7 @@ std::string chapter_fingerprint(const Chapter& chapter) {
   return fmt::format("{:016x}", hash);
 }
 
-std::string local_time(int64_t seconds) {
-  const std::time_t t = static_cast<std::time_t>(seconds);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M", std::localtime(&t));
-  return text;
-}
+std::string local_time(int64_t seconds) { return format_local_time(seconds, "%Y-%m-%d %H:%M"); }
 
 int64_t seconds_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();

@@ -21,20 +21,27 @@
 
 namespace workbook::cli {
 
-// The day of a check's time ("2026-11-30"), in local time as the learner saw it.
-inline std::string day_of(int64_t seconds) {
+// A time in seconds since the epoch, in local time as the learner saw it,
+// formatted by strftime's `format` (learner_states.cpp's times too).
+inline std::string format_local_time(int64_t seconds, const char* format) {
   const std::time_t t = static_cast<std::time_t>(seconds);
-  char text[16];
-  std::strftime(text, sizeof text, "%Y-%m-%d", std::localtime(&t));
+  char text[32];
+  std::strftime(text, sizeof text, format, std::localtime(&t));
   return text;
 }
 
+// The day of a check's time ("2026-11-30").
+inline std::string day_of(int64_t seconds) { return format_local_time(seconds, "%Y-%m-%d"); }
+
 // One line per revision made after the kept check that found its exercise
-// done; `kept` is the state file's record of the chapter (exN.M -> {state, time, ...}).
-inline std::vector<std::string> revisions_since_done(const Chapter& chapter, const nlohmann::json& kept) {
+// done; `kept` is the state file's record of the chapter (exN.M -> {state,
+// time, ...}). With `only_exercise`, that exercise's lines alone.
+inline std::vector<std::string> revisions_since_done(const Chapter& chapter, const nlohmann::json& kept,
+                                                     const std::string& only_exercise = "") {
   std::vector<std::string> lines;
   if (!kept.is_object()) return lines;
   for (const Exercise& e : chapter.exercises) {
+    if (!only_exercise.empty() && e.id != only_exercise) continue;
     if (e.revised.empty() || !kept.contains(e.id)) continue;
     const nlohmann::json& entry = kept.at(e.id);
     if (!entry.is_object() || entry.value("state", "") != "done" || !entry.value("time", nlohmann::json()).is_number_integer())

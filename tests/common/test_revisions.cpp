@@ -52,3 +52,9 @@ TEST_CASE("no report for a check on or after the revision's day, an unfinished e
   damaged["ex7.3"]["time"] = "yesterday";
   CHECK(workbook::cli::revisions_since_done(chapter, damaged).empty());
 }
+
+TEST_CASE("`workbook check exN.M` hears of that exercise's revisions alone", "[revisions]") {
+  const auto chapter = chapter_with_a_revision();
+  CHECK(workbook::cli::revisions_since_done(chapter, kept("ex7.3", "done", noon_on(2)), "ex7.3").size() == 1);
+  CHECK(workbook::cli::revisions_since_done(chapter, kept("ex7.3", "done", noon_on(2)), "ex7.2").empty());
+}
