@@ -37,10 +37,10 @@ struct NoiseScaleEstimate {
   double gradient_squared = 0.0;  // |G|²
   double trace_sigma = 0.0;       // tr Σ
   double b_simple = 0.0;          // tr Σ / |G|², in samples
-  int64_t steps = 0;              // how many steps the estimate covers
+  int64_t steps = 0;              // how many steps the estimate covers (add()'s calls on each rank)
   // Late in training |G|² is small against the noise, and its estimate can
   // come out at or below zero: then the steps could not resolve the signal,
-  // and b_simple means nothing.
+  // and b_simple (the ratio, whatever the signs) means nothing.
   bool resolved() const { return gradient_squared > 0 && trace_sigma > 0; }
 };
 
@@ -69,8 +69,9 @@ class NoiseScale {
   // The estimate over every step added since the last estimate (or since
   // construction), on every rank: each step of each rank counts alike, and the
   // estimate of each quantity converges to the truth as the steps grow. Every
-  // rank calls it together and gets the same result; it then starts again
-  // from no steps. Refuses (UserError) when no step was added.
+  // rank calls it together, after as many add()s as every other, and gets
+  // the same result; it then starts again from no steps. Refuses (UserError)
+  // when no step was added.
   NoiseScaleEstimate estimate(workbook::Communicator& comm);
 
  private:

@@ -175,10 +175,10 @@ class TensorParallelFashionCNN : public torch::nn::Module {
   workbook::Communicator* comm_;
   double dropout_p_;
   int64_t hidden_;  // fc1's output features in the whole model (600)
-  // Set by the given constructor, for dropout() to use as its design needs:
+  // Set by the given constructor; dropout() may use any of them, or none:
   uint64_t dropout_seed_;
   torch::Generator dropout_generator_;  // seeded with dropout_seed
-  int64_t dropout_calls_ = 0;           // dropout()'s calls in training mode so far, if you count them
+  int64_t dropout_calls_ = 0;
 };
 
 // What evaluating a split model on the test set found (every rank gets it).
