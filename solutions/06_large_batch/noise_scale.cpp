@@ -7,11 +7,11 @@ namespace ch06 {
 
 NoiseScaleEstimate noise_scale_estimate(double small_squared, double big_squared, int64_t small_batch,
                                         int64_t big_batch) {
+  // BEGIN SOLUTION ex6.1
   WB_CHECK(0 < small_batch && small_batch < big_batch,
            "the noise scale needs two batch sizes, each rank's and a larger global one; got {} and {} (one rank "
            "has nothing to compare with: run 2 or more)",
            small_batch, big_batch);
-  // BEGIN SOLUTION ex6.1
   // Note: [two sizes, two unknowns] A mean over B independent samples is G
   // plus noise whose covariance is Σ/B, so E|G_B|² = |G|² + tr(Σ)/B (the cross
   // term has mean zero). Two batch sizes give two linear equations in |G|²

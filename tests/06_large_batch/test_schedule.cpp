@@ -38,7 +38,7 @@ void check_points(const ch06::LrSchedule& s, const Points& points) {
 
 }  // namespace
 
-TEST_CASE("schedule: the linear scaling rule with gradual warm-up and step decay", "[schedule]") {
+TEST_CASE("schedule: the linear scaling rule with gradual warm-up and step decay", "[schedule][given]") {
   const ch06::LrSchedule s = goyal_resnet50();
   INFO("peak 3.2, base_lr 0.1, warm-up 5 epochs, milestones 30, 60, 80; within the warm-up the rate changes at "
        "every step, not once per epoch (epoch 0.25 is a quarter into the first epoch)");
@@ -54,7 +54,7 @@ TEST_CASE("schedule: the linear scaling rule with gradual warm-up and step decay
                    {89.9, 0.0032}});
 }
 
-TEST_CASE("schedule: the warm-up rises steadily and meets the peak without a jump", "[schedule]") {
+TEST_CASE("schedule: the warm-up rises steadily and meets the peak without a jump", "[schedule][given]") {
   const ch06::LrSchedule s = goyal_resnet50();
   const double peak = ch06::peak_learning_rate(s);
   double previous = ch06::learning_rate_at(s, 0.0);
@@ -75,19 +75,19 @@ TEST_CASE("schedule: the warm-up rises steadily and meets the peak without a jum
   CHECK(ch06::learning_rate_at(s, 5.0 - 1e-9) == Approx(peak).epsilon(1e-8));
 }
 
-TEST_CASE("schedule: without warm-up the schedule starts at the peak", "[schedule]") {
+TEST_CASE("schedule: without warm-up the schedule starts at the peak", "[schedule][given]") {
   ch06::LrSchedule s = goyal_resnet50();
   s.warmup_epochs = 0;
   check_points(s, {{0.0, 3.2}, {0.5, 3.2}, {29.0, 3.2}, {31.0, 0.32}, {81.0, 0.0032}});
 }
 
-TEST_CASE("schedule: a batch at or below the reference batch has nothing to warm up to", "[schedule]") {
+TEST_CASE("schedule: a batch at or below the reference batch has nothing to warm up to", "[schedule][given]") {
   ch06::LrSchedule s = goyal_resnet50();
   s.global_batch = 128;  // a peak below the single-device rate
   check_points(s, {{0.0, 0.05}, {2.0, 0.05}, {5.0, 0.05}, {45.0, 0.005}});
 }
 
-TEST_CASE("schedule: the square-root rule and a different decay factor", "[schedule]") {
+TEST_CASE("schedule: the square-root rule and a different decay factor", "[schedule][given]") {
   ch06::LrSchedule s;
   s.base_lr = 0.002;
   s.base_batch = 256;
@@ -100,13 +100,13 @@ TEST_CASE("schedule: the square-root rule and a different decay factor", "[sched
   check_points(s, {{0.0, 0.002}, {0.5, 0.0035}, {1.5, 0.0065}, {3.0, 0.008}, {6.0, 0.004}, {7.0, 0.004}});
 }
 
-TEST_CASE("schedule: a milestone inside the warm-up applies to the warm-up line too", "[schedule]") {
+TEST_CASE("schedule: a milestone inside the warm-up applies to the warm-up line too", "[schedule][given]") {
   ch06::LrSchedule s = goyal_resnet50();
   s.decay_epochs = {2};
   check_points(s, {{1.0, 0.72}, {1.99, 1.3338}, {2.0, 0.134}, {3.0, 0.196}, {6.0, 0.32}});
 }
 
-TEST_CASE("schedule: a linear decay from the end of the warm-up to zero at the run's end", "[schedule]") {
+TEST_CASE("schedule: a linear decay from the end of the warm-up to zero at the run's end", "[schedule][given]") {
   ch06::LrSchedule s;
   s.base_lr = 0.1;
   s.base_batch = 256;
