@@ -2,7 +2,7 @@
 // ranks, every rank stepping the same global batch.
 //   --layout tensor:   fc1 and fc2 split over every rank (ex8.1 to ex8.4);
 //   --layout pipeline: a stage per rank (ex8.5), the batch cut into
-//                      --micro-batches, scheduled by --schedule gpipe (ex8.6)
+//                      --micro-batches, scheduled by --schedule gpipe (given)
 //                      or 1f1b (ex8.7);
 //   --layout hybrid:   groups of --tensor-ranks T split the model, the
 //                      ranks / T groups train on different samples (ex8.8, ex8.9);

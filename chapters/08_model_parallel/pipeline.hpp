@@ -175,10 +175,10 @@ class PipelineStage : public torch::nn::Module, public Stage {
   int64_t forwards_ = 0, backwards_ = 0;  // this step's, for end_step()'s check
 };
 
-// ---- ex8.6 and ex8.7: the schedules ---------------------------------------------
+// ---- the schedules: GPipe (given) and ex8.7 --------------------------------------
 // One training step's forwards and backwards of every micro-batch on this
 // stage, after begin_step(); every stage runs the same schedule at once.
-// ex8.6: every forward, then every backward (GPipe).
+// gpipe (given, gpipe.cpp): every forward, then every backward.
 // ex8.7: the same micro-batches, each stage's backwards as early as its
 // neighbours allow, at most p − s held on stage s; the forwards of both in
 // micro-batch order (dropout draws its masks in that order). Must work for

@@ -1,12 +1,11 @@
-// gpipe.cpp — ex8.6: the GPipe schedule.
+// gpipe.cpp — given: the GPipe schedule, the Stage calls at their plainest (ex8.7 reorders them).
 #include "pipeline.hpp"
 #include "workbook/errors.hpp"
 
 namespace ch08 {
 
 void gpipe(Stage& stage) {
-  [[maybe_unused]] const int64_t m = stage.micro_batches();
-  // BEGIN SOLUTION ex8.6
+  const int64_t m = stage.micro_batches();
   // Every micro-batch forward: stage s works on micro-batch i while stage s+1
   // works on i-1. Sends go one way only, so blocking ones cannot deadlock.
   for (int64_t micro = 0; micro < m; ++micro) {
@@ -21,7 +20,6 @@ void gpipe(Stage& stage) {
     const torch::Tensor output_grad = stage.recv_backward();
     stage.send_backward(stage.backward(micro, output_grad));
   }
-  // END SOLUTION
 }
 
 }  // namespace ch08

@@ -1,5 +1,6 @@
-// Tests for ex8.6: GPipe's order of work, what a stage holds, and the weights
-// after steps against one process accumulating the same micro-batches.
+// Tests for gpipe.cpp (given code, ex8.6 until 2026-11-30) on ex8.5's stage: GPipe's
+// order of work, what a stage holds, and the weights after steps against one
+// process accumulating the same micro-batches.
 // GPipe runs every forward before any backward. The test accepts the
 // backwards in micro-batch order, in the paper's, and in any other order that
 // trains what one process accumulating the micro-batches trains.
@@ -9,7 +10,7 @@
 #include "pipeline.hpp"
 #include "pipeline_oracles.hpp"
 
-TEST_CASE("ex8.6 GPipe: every forward, then every backward; weights as one process accumulating", "[ex8.6][np3][np4]") {
+TEST_CASE("GPipe (given): every forward, then every backward; weights as one process accumulating", "[gpipe][np3][np4]") {
   for (const int64_t m : {1, 4}) {
     auto comm = mpi_test::communicator();
     pipeline_oracle::train_side_by_side(*comm, ch08::Schedule::GPipe, m, 2, 4, [&](const ch08::StageStepStats& stats, const ch08::PipelineStage& stage) {
