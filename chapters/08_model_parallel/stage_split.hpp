@@ -22,9 +22,10 @@ namespace ch08 {
 // runs of consecutive blocks, each at least one block long, so that the
 // costliest run (the sum of its blocks' costs) costs as little as in any such
 // split. Returns the first block of each stage: `stages` ascending indices,
-// the first 0. Costs are finite and ≥ 0; 1 ≤ stages ≤ n. Anything else is
-// refused with a UserError that names it. Where several splits are as good,
-// any of them.
+// the first 0. Costs are finite and ≥ 0; 1 ≤ stages ≤ n; anything else is
+// refused with a UserError. Where several splits are as good, any of them.
+// A model can have hundreds of blocks: the time may grow with a power of n
+// and of the stages, not with the number of possible splits.
 std::vector<int> balanced_split(const std::vector<double>& block_costs, int stages);
 
 // Given: the cost of the costliest stage of a split (`firsts` as

@@ -5,6 +5,7 @@
 #include <functional>
 #include <random>
 #include <sstream>
+#include <tuple>
 
 #include "stage_split.hpp"
 #include "workbook/errors.hpp"
@@ -82,12 +83,31 @@ TEST_CASE("ex8.6 balanced_split is as good as the best of every split", "[ex8.6]
   }
 }
 
+TEST_CASE("ex8.6 balanced_split cuts hundreds of blocks, too many to try every split", "[ex8.6]") {
+  // Splits whose best is known without trying them all: 200 equal blocks in
+  // 10 stages (20 blocks each at best), and a costly block in the middle that
+  // the others must make room for (the best bottleneck is that block's 70).
+  std::vector<double> ones(200, 1.0), costly(120, 1.0);
+  costly.push_back(70.0);
+  costly.insert(costly.end(), 79, 1.0);
+  for (const auto& [costs, stages, best] :
+       {std::tuple{ones, 10, 20.0}, std::tuple{ones, 7, 29.0}, std::tuple{costly, 5, 70.0}}) {
+    const std::vector<int> firsts = ch08::balanced_split(costs, stages);
+    const std::string problem = split_problem(firsts, static_cast<int>(costs.size()), stages);
+    INFO(costs.size() << " blocks in " << stages << " stages: " << (problem.empty() ? "" : "not a split: " + problem));
+    REQUIRE(problem.empty());
+    INFO("the costliest stage costs " << ch08::costliest_stage(costs, firsts) << "; the best split's " << best);
+    REQUIRE(ch08::costliest_stage(costs, firsts) <= best + 1e-9);
+  }
+}
+
 TEST_CASE("ex8.6 balanced_split refuses what it cannot split", "[ex8.6]") {
   const std::vector<double> costs = {1, 2, 3};
-  INFO("more stages than blocks, no stage, a negative or not-a-number cost, or no block at all");
+  INFO("more stages than blocks, no stage, a negative, infinite or not-a-number cost, or no block at all");
   CHECK_THROWS_AS(ch08::balanced_split(costs, 4), workbook::UserError);
   CHECK_THROWS_AS(ch08::balanced_split(costs, 0), workbook::UserError);
   CHECK_THROWS_AS(ch08::balanced_split({1, -2, 3}, 2), workbook::UserError);
   CHECK_THROWS_AS(ch08::balanced_split({1, std::nan(""), 3}, 2), workbook::UserError);
+  CHECK_THROWS_AS(ch08::balanced_split({1, std::numeric_limits<double>::infinity(), 3}, 2), workbook::UserError);
   CHECK_THROWS_AS(ch08::balanced_split({}, 1), workbook::UserError);
 }
