@@ -85,21 +85,24 @@ void all_reduce_gradients_per_parameter(torch::nn::Module& model, workbook::Comm
 // ---- ex3.4: the DDP train step -------------------------------------------------
 
 struct Batch {
-  torch::Tensor images;  // [B, 1, 28, 28]: this rank's part of the global batch
-  torch::Tensor labels;  // [B] int64
+  torch::Tensor images;     // [B, 1, 28, 28]: this rank's part of the global batch (B may be 0)
+  torch::Tensor labels;     // [B] int64
+  int64_t global_size = 0;  // samples in the global batch, over every rank; 0: every rank's B is this one's
 };
 
 // The samples `indices[first .. first + count)` of a dataset, as a batch (given).
 Batch gather_batch(const torch::Tensor& images, const torch::Tensor& labels, const torch::Tensor& indices,
                    int64_t first, int64_t count);
 
-// One data-parallel training step on this rank's batch (every rank's batch
-// has the same size), with the loss the workbook trains on (the mean
-// cross-entropy). What must hold afterwards: every rank's parameters are
-// equal, and equal to what one process would have after one step of the
-// same optimizer on the global batch (all ranks' batches together), step
-// after step. Returns this rank's loss on its own batch, with no graph
-// attached and no extra communication.
+// One data-parallel training step on this rank's batch, with the loss the
+// workbook trains on (the mean cross-entropy over the batch). The ranks'
+// batches may differ in size, and a rank's may be empty; together they are
+// the global batch of global_size samples. What must hold afterwards: every
+// rank's parameters are equal, and equal to what one process would have
+// after one step of the same optimizer on the global batch, step after
+// step. One collective call per step. Returns this rank's mean
+// cross-entropy on its own batch (0 for an empty one), with no graph
+// attached.
 torch::Tensor ddp_train_step(workbook::Classifier& model, torch::optim::Optimizer& optimizer,
                              const Batch& local_batch, workbook::Communicator& comm);
 

@@ -1,6 +1,9 @@
 // Tests for ex3.4: N ranks of DDP equal one process training on the global batch.
 #include "catch2_compat.hpp"
 
+#include <cmath>
+#include <string>
+
 #include "ddp.hpp"
 #include "mpi_test.hpp"
 #include "oracles.hpp"
@@ -76,6 +79,49 @@ TEST_CASE("ex3.4 five DDP steps equal five single-process steps on the global ba
   INFO("one all-reduce per step, and no other collective");
   REQUIRE(comm->stats().count(workbook::CommOp::AllReduce) == 5);
   REQUIRE(comm->stats().collectives() == 5);
+}
+
+TEST_CASE("ex3.4 parts of different sizes, one of them empty, still train as one process on the global batch",
+          "[ex3.4][np3]") {
+  // Rank r's part: 3 and 5 samples at 2 ranks; none, 5 and 9 at 3.
+  auto comm = mpi_test::communicator();
+  const int ranks = comm->size(), rank = comm->rank();
+  std::vector<int64_t> sizes, firsts;
+  int64_t global = 0;
+  for (int r = 0; r < ranks; ++r) {
+    sizes.push_back(r == 0 ? (ranks >= 3 ? 0 : 3) : 1 + 4 * r);
+    firsts.push_back(global);
+    global += sizes.back();
+  }
+  const double lr = 0.2;
+  torch::manual_seed(123);
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> batches;
+  for (int step = 0; step < 5; ++step)
+    batches.emplace_back(torch::rand({global, 1, 28, 28}), torch::randint(0, 10, {global}, torch::kInt64));
+
+  auto model = toy_model();
+  auto reference = oracle::copy_of(*model);
+  std::dynamic_pointer_cast<workbook::TinyNet>(reference)->fc1->bias.set_requires_grad(false);
+  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(lr));
+  const int64_t mine = sizes[static_cast<size_t>(rank)], first = firsts[static_cast<size_t>(rank)];
+  for (int step = 0; step < 5; ++step) {
+    CAPTURE(step);
+    const auto& [images, labels] = batches[static_cast<size_t>(step)];
+    ch03::Batch part{images.narrow(0, first, mine), labels.narrow(0, first, mine), global};
+    const torch::Tensor loss = ch03::ddp_train_step(*model, optimizer, part, *comm);
+    INFO("ddp_train_step returns this rank's mean cross-entropy on its " << mine << " samples (0 for none), detached");
+    REQUIRE(mpi_test::all_ranks(loss.dim() == 0 && !loss.requires_grad() && std::isfinite(loss.item<double>())));
+    REQUIRE(mpi_test::all_ranks(mine != 0 || loss.item<double>() == 0.0));
+  }
+  oracle_steps(*reference, batches, lr);
+  const double difference = oracle::max_parameter_difference(*model, *reference);
+  INFO("parts of " << sizes[0] << (ranks > 1 ? ", " + std::to_string(sizes[1]) : "")
+                   << (ranks > 2 ? ", " + std::to_string(sizes[2]) : "") << " samples: after 5 steps every parameter "
+                   << "must match single-process SGD on the global batch of " << global << " (largest difference "
+                   << difference << ")");
+  REQUIRE(mpi_test::all_ranks(difference < 2e-5));
+  INFO("one collective call per step");
+  REQUIRE(mpi_test::all_ranks(comm->stats().collectives() == 5));
 }
 
 TEST_CASE("ex3.4 DDP keeps the ranks' models identical under Adam", "[ex3.4]") {
