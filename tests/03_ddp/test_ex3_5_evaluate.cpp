@@ -1,6 +1,8 @@
 // Tests for ex3.5: exact distributed evaluation, every sample counted once.
 #include "catch2_compat.hpp"
 
+#include <algorithm>
+
 #include "ddp.hpp"
 #include "mpi_test.hpp"
 
@@ -32,7 +34,41 @@ std::shared_ptr<workbook::TinyNet> trained_model(const torch::Tensor& images, co
   return model;
 }
 
+// Records the largest batch its forward was given, and whether autograd recorded.
+class Watched : public workbook::Classifier {
+ public:
+  explicit Watched(std::shared_ptr<workbook::TinyNet> inner) : inner_(register_module("inner", std::move(inner))) {}
+  torch::Tensor forward(torch::Tensor images) override {
+    largest_batch = std::max(largest_batch, images.size(0));
+    recorded_graph = recorded_graph || torch::GradMode::is_enabled();
+    return inner_->forward(images);
+  }
+  std::shared_ptr<workbook::Classifier> fresh() const override { return nullptr; }
+  int64_t largest_batch = 0;
+  bool recorded_graph = false;
+
+ private:
+  std::shared_ptr<workbook::TinyNet> inner_;
+};
+
 }  // namespace
+
+TEST_CASE("ex3.5 batches of batch_size at most, no autograd, and a model in eval mode left in eval mode",
+          "[ex3.5]") {
+  auto comm = mpi_test::communicator();
+  torch::manual_seed(23);
+  const torch::Tensor images = torch::rand({50, 1, 28, 28});
+  const torch::Tensor labels = torch::randint(0, 10, {50}, torch::kInt64);
+  Watched model(trained_model(images, labels));
+  model.eval();
+  ch03::evaluate_distributed(model, images, labels, /*batch_size=*/4, *comm);
+  INFO("the largest batch forward was given: " << model.largest_batch << " samples, with batch_size 4");
+  REQUIRE(mpi_test::all_ranks(model.largest_batch <= 4));
+  INFO("forward ran with autograd recording");
+  REQUIRE(mpi_test::all_ranks(!model.recorded_graph));
+  INFO("a model in eval mode before the call must be in eval mode after it");
+  REQUIRE(mpi_test::all_ranks(!model.is_training()));
+}
 
 TEST_CASE("ex3.5 evaluation over ranks equals single-process evaluation exactly", "[ex3.5][np3]") {
   auto comm = mpi_test::communicator();
