@@ -34,8 +34,8 @@ TEST_CASE("ex7.4 squared_norms_per_parameter: the whole tensor's norm, from ever
   REQUIRE(got.numel() == 4);
   for (int64_t i = 0; i < 4; ++i) {
     CAPTURE(i, got[i].item<double>(), expected[static_cast<size_t>(i)]);
-    INFO("parameter " << i << ": sum the squares of this rank's pieces of it, then add the ranks' sums "
-                         "(all-reduce): fc1.weight lies in more than one shard");
+    INFO("parameter " << i << "'s squared norm is not the whole tensor's (fc1.weight lies in more than one "
+                         "rank's shard)");
     REQUIRE(mpi_test::all_ranks(got[i].item<double>() == Approx(expected[static_cast<size_t>(i)]).epsilon(1e-12)));
   }
 }
