@@ -4,14 +4,22 @@
 #include "workbook/errors.hpp"
 
 namespace ch06 {
+namespace {
 
-NoiseScaleEstimate noise_scale_estimate(double small_squared, double big_squared, int64_t small_batch,
-                                        int64_t big_batch) {
-  // BEGIN SOLUTION ex6.1
+// Given: the rule both the estimate and NoiseScale's constructor hold the sizes to.
+void check_batch_sizes(int64_t small_batch, int64_t big_batch) {
   WB_CHECK(0 < small_batch && small_batch < big_batch,
            "the noise scale needs two batch sizes, each rank's and a larger global one; got {} and {} (one rank "
            "has nothing to compare with: run 2 or more)",
            small_batch, big_batch);
+}
+
+}  // namespace
+
+NoiseScaleEstimate noise_scale_estimate(double small_squared, double big_squared, int64_t small_batch,
+                                        int64_t big_batch) {
+  // BEGIN SOLUTION ex6.1
+  check_batch_sizes(small_batch, big_batch);
   // Note: [two sizes, two unknowns] A mean over B independent samples is G
   // plus noise whose covariance is Σ/B, so E|G_B|² = |G|² + tr(Σ)/B (the cross
   // term has mean zero). Two batch sizes give two linear equations in |G|²
@@ -27,10 +35,7 @@ NoiseScaleEstimate noise_scale_estimate(double small_squared, double big_squared
 }
 
 NoiseScale::NoiseScale(int64_t small_batch, int64_t big_batch) : small_batch_(small_batch), big_batch_(big_batch) {
-  WB_CHECK(0 < small_batch && small_batch < big_batch,
-           "the noise scale needs two batch sizes, each rank's and a larger global one; got {} and {} (one rank "
-           "has nothing to compare with: run 2 or more)",
-           small_batch, big_batch);
+  check_batch_sizes(small_batch, big_batch);
 }
 
 void NoiseScale::add(const torch::Tensor& small_squared, const torch::Tensor& big_squared) {

@@ -58,7 +58,8 @@ NoiseScaleEstimate noise_scale_estimate(double small_squared, double big_squared
 // Collects a run's steps and estimates B_simple from them.
 class NoiseScale {
  public:
-  // Given: checks the sizes now (noise_scale_estimate's rule), not an epoch later.
+  // Given: checks the sizes now (noise_scale_estimate's rule, the .cpp's
+  // check_batch_sizes), not an epoch later.
   NoiseScale(int64_t small_batch, int64_t big_batch);
 
   // One step: this rank's squared norms before and after the all-reduce, as

@@ -35,6 +35,22 @@ void oracle_steps(workbook::Classifier& model, const std::vector<std::pair<torch
   }
 }
 
+// Five global batches of `global` samples, the same on every rank (seeded alike).
+std::vector<std::pair<torch::Tensor, torch::Tensor>> global_batches(uint64_t seed, int64_t global) {
+  torch::manual_seed(seed);
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> batches;
+  for (int step = 0; step < 5; ++step)
+    batches.emplace_back(torch::rand({global, 1, 28, 28}), torch::randint(0, 10, {global}, torch::kInt64));
+  return batches;
+}
+
+// A copy of `model` for the single process, its first bias frozen as the model's is.
+std::shared_ptr<workbook::Classifier> reference_of(workbook::Classifier& model) {
+  auto reference = oracle::copy_of(model);
+  std::dynamic_pointer_cast<workbook::TinyNet>(reference)->fc1->bias.set_requires_grad(false);
+  return reference;
+}
+
 }  // namespace
 
 TEST_CASE("ex3.4 five DDP steps equal five single-process steps on the global batch", "[ex3.4][np3]") {
@@ -42,15 +58,9 @@ TEST_CASE("ex3.4 five DDP steps equal five single-process steps on the global ba
   const int ranks = comm->size();
   const int64_t local = 4, global = local * ranks;
   const double lr = 0.2;
-  // The same global batches on every rank (seeded alike); rank r trains on its slice.
-  torch::manual_seed(99);
-  std::vector<std::pair<torch::Tensor, torch::Tensor>> batches;
-  for (int step = 0; step < 5; ++step)
-    batches.emplace_back(torch::rand({global, 1, 28, 28}), torch::randint(0, 10, {global}, torch::kInt64));
-
+  const auto batches = global_batches(99, global);  // rank r trains on its slice
   auto model = toy_model();
-  auto reference = oracle::copy_of(*model);
-  std::dynamic_pointer_cast<workbook::TinyNet>(reference)->fc1->bias.set_requires_grad(false);
+  auto reference = reference_of(*model);
   const torch::Tensor frozen_before = model->fc1->bias.clone();
   torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(lr));
 
@@ -94,14 +104,9 @@ TEST_CASE("ex3.4 parts of different sizes, one of them empty, still train as one
     global += sizes.back();
   }
   const double lr = 0.2;
-  torch::manual_seed(123);
-  std::vector<std::pair<torch::Tensor, torch::Tensor>> batches;
-  for (int step = 0; step < 5; ++step)
-    batches.emplace_back(torch::rand({global, 1, 28, 28}), torch::randint(0, 10, {global}, torch::kInt64));
-
+  const auto batches = global_batches(123, global);
   auto model = toy_model();
-  auto reference = oracle::copy_of(*model);
-  std::dynamic_pointer_cast<workbook::TinyNet>(reference)->fc1->bias.set_requires_grad(false);
+  auto reference = reference_of(*model);
   torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(lr));
   const int64_t mine = sizes[static_cast<size_t>(rank)], first = firsts[static_cast<size_t>(rank)];
   for (int step = 0; step < 5; ++step) {
