@@ -19,3 +19,8 @@ if(TARGET ch09_train_solution)
     ${mpi2} sh ${CMAKE_SOURCE_DIR}/tests/support/kill_rank_after.sh 1 epoch:${CMAKE_BINARY_DIR}/ch09_dead_rank.jsonl ${ch09}
     --wire bf16 --epochs 50 --train-samples 2000 --test-samples 200 --threads 1 --json ${CMAKE_BINARY_DIR}/ch09_dead_rank.jsonl)
 endif()
+# The lesson's GPU table is what hpc/results/table.py renders from the kept checks.
+add_test(NAME ch09_readme_tables
+         COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/support/check_rendered_tables.py
+                 ${CMAKE_SOURCE_DIR}/chapters/09_precision_memory/README.md)
+set_tests_properties(ch09_readme_tables PROPERTIES LABELS "ch09")
