@@ -6,13 +6,16 @@
 //      │   ex3.1 broadcast_model: everyone gets rank 0's model
 //   shard 0 of the data    shard 1                     shard N-1     ex3.2 DistributedSampler
 //   forward, backward      forward, backward           forward, backward
-//      └───────── ex3.3 all_reduce_gradients: one all-reduce, the mean ─────────┘
+//      └───────── all_reduce_gradients (given): one all-reduce, the mean ───────┘
 //   optimizer step         optimizer step              optimizer step  (identical: same grads)
-//   ex3.4 ddp_train_step is one such step; ex3.5 evaluate_distributed counts
-//   every test sample once; ex3.6 checkpoints survive a crash at any moment.
+//   ex3.3 replicas_disagree checks that they are; ex3.4 ddp_train_step is one
+//   such step; ex3.5 evaluate_distributed counts every test sample once;
+//   ex3.6 checkpoints survive a crash at any moment.
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -69,21 +72,50 @@ class DistributedSampler {
   int64_t epoch_ = 0;
 };
 
-// ---- ex3.3: averaging gradients ------------------------------------------------
+// ---- averaging gradients (given; ex3.3 until 2026-11-30) ----------------------
 
 // The gradients of every parameter that requires one, averaged over ranks,
 // with ONE collective call per step however many parameters the model has
-// (each call pays the link's latency once). A parameter that requires a
+// (each call pays the link's latency once): the gradients copied into one
+// flat buffer, all-reduced, copied back. A parameter that requires a
 // gradient but got none this step counts as zeros (every rank must hand the
 // collective the same elements); frozen parameters (requires_grad false) are
 // left alone.
-// BEGIN SOLUTION NOTE ex3.3
-// One flat buffer: the gradients copied in, all-reduced, copied back.
-// END SOLUTION NOTE
 void all_reduce_gradients(torch::nn::Module& model, workbook::Communicator& comm);
 
-// The same, with one all-reduce per parameter (given: the lesson measures both).
+// The same, with one all-reduce per parameter (the lesson measures both).
 void all_reduce_gradients_per_parameter(torch::nn::Module& model, workbook::Communicator& comm);
+
+// ---- ex3.3: do the replicas agree? ---------------------------------------------
+
+// DDP rests on the invariant in the picture above: every rank holds the same
+// model after every step. Nothing enforces it. A rank that missed a
+// broadcast, loaded another checkpoint or ran a kernel that is not
+// deterministic trains on, and its loss looks like the others'.
+//
+//   rank 0:  conv1.weight  conv1.bias  bn1.weight  ...  bn1.running_mean  ...
+//   rank 1:  conv1.weight  conv1.bias  bn1.weight  ...  bn1.running_mean' ...
+//   both return {"bn1.running_mean"}
+//
+// Returns the names (as named_parameters() and named_buffers() give them) of
+// the tensors that are not the same on every rank of `comm`: the parameters
+// first (frozen ones too), then the buffers, each in the model's order. Empty
+// when the replicas agree.
+// - Every rank returns the same list, so that the ranks can act on it together.
+// - "The same" means bit for bit: 0.0 and -0.0 differ, and a NaN agrees with
+//   the same NaN.
+// - A fixed number of collective calls, whatever the number of tensors, each
+//   carrying a few numbers per tensor and never the tensors themselves:
+//   checking a billion weights moves no more than checking a thousand.
+// - Collective: every rank calls it, with models of the same tensors (names,
+//   shapes, dtypes) in the same order. Gradients and optimizer state are not
+//   checked.
+// BEGIN SOLUTION NOTE ex3.3
+// Each tensor's bytes hashed to 64 bits; one all-reduce (Max) of the hashes
+// and their complements gives every rank each tensor's largest and smallest
+// hash: the ranks agree where the two are equal.
+// END SOLUTION NOTE
+std::vector<std::string> replicas_disagree(torch::nn::Module& model, workbook::Communicator& comm);
 
 // ---- ex3.4: the DDP train step -------------------------------------------------
 
@@ -108,7 +140,7 @@ Batch gather_batch(const torch::Tensor& images, const torch::Tensor& labels, con
 // attached.
 // BEGIN SOLUTION NOTE ex3.4
 // Zero the gradients, forward, mean cross-entropy, backward, average the
-// gradients over ranks (ex3.3), step. Every rank's batch has the same size,
+// gradients over ranks (all_reduce_gradients), step. Every rank's batch has the same size,
 // so the mean of the ranks' means is the mean over the global batch.
 // END SOLUTION NOTE
 torch::Tensor ddp_train_step(workbook::Classifier& model, torch::optim::Optimizer& optimizer,

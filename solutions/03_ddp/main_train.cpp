@@ -13,6 +13,11 @@
 // --resume continues from it, and the final weights are bit-identical to a
 // run that was never interrupted (weights_sha256 in the result says so).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "ddp.hpp"
 #include "workbook/epoch_meter.hpp"
@@ -28,6 +33,20 @@ namespace trace = workbook::trace;  // --trace: the timeline (trace.hpp)
 
 constexpr int64_t kWarmupSteps = 5;  // untimed steps at the start of the first epoch trained
 constexpr int64_t kEvalBatch = 1000;
+
+// DDP's invariant, checked at the end of an epoch (ex3.3): every parameter
+// the same on every rank. BatchNorm's running statistics are not (each rank
+// updates them from its own batches), and the broadcast that follows settles
+// them.
+void check_parameters_agree(torch::nn::Module& model, workbook::Communicator& comm, int64_t epoch) {
+  const auto parameters = model.named_parameters();
+  std::vector<std::string> diverged;
+  for (const std::string& name : ch03::replicas_disagree(model, comm))
+    if (parameters.contains(name)) diverged.push_back(name);
+  if (!diverged.empty())
+    throw std::runtime_error(fmt::format("after epoch {} the ranks' models differ in {}: the ranks no longer train "
+                                         "one model", epoch, fmt::join(diverged, ", ")));
+}
 
 int train(workbook::Program& program) {
   std::optional<std::filesystem::path> checkpoint;
@@ -102,6 +121,7 @@ int train(workbook::Program& program) {
       meter.after_step(loss, batch.labels.size(0));
     }
     const workbook::EpochTotals totals = meter.end_epoch();
+    check_parameters_agree(*model, comm, epoch);
     // BatchNorm's running statistics were updated from each rank's own
     // batches; evaluate (and save) rank 0's. (PyTorch's DDP broadcasts them
     // before every forward pass; once per epoch is enough for evaluation.)

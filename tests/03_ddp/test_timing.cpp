@@ -20,8 +20,8 @@ struct ManySmall : torch::nn::Module {
 
 }  // namespace
 
-TEST_CASE("ex3.3 one flat all-reduce is faster than one per parameter for many small gradients",
-          "[ex3.3][timing]") {
+TEST_CASE("all_reduce_gradients: one flat all-reduce is faster than one per parameter for many small gradients",
+          "[given][timing]") {
   workbook::CommunicatorOptions options = workbook::CommunicatorOptions::from_environment();
   options.check_collectives = false;  // time the collectives alone
   auto comm = workbook::make_communicator(workbook::Backend::Mpi, mpi_test::env(), options);

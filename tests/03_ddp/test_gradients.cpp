@@ -1,4 +1,5 @@
-// Tests for ex3.3: all_reduce_gradients averages exactly, in one all-reduce.
+// Tests for all_reduce_gradients (given code, ex3.3 until 2026-11-30): it
+// averages exactly, in one all-reduce.
 #include "catch2_compat.hpp"
 
 #include "ddp.hpp"
@@ -26,7 +27,7 @@ torch::Tensor rank_gradient(const torch::Tensor& p, int rank, int k) {
 
 }  // namespace
 
-TEST_CASE("ex3.3 all_reduce_gradients leaves every rank with the mean gradient", "[ex3.3][np3]") {
+TEST_CASE("all_reduce_gradients leaves every rank with the mean gradient", "[given][np3]") {
   auto comm = mpi_test::communicator();
   ThreeLayers model;
   const std::vector<torch::Tensor> params = model.parameters();
@@ -54,7 +55,7 @@ TEST_CASE("ex3.3 all_reduce_gradients leaves every rank with the mean gradient",
   REQUIRE(comm->stats().elements[static_cast<int>(workbook::CommOp::AllReduce)] == trainable);
 }
 
-TEST_CASE("ex3.3 a parameter without a gradient counts as zeros on that rank", "[ex3.3]") {
+TEST_CASE("all_reduce_gradients counts a parameter without a gradient as zeros on that rank", "[given]") {
   auto comm = mpi_test::communicator();
   ThreeLayers model;
   // Rank 0's layer `b` got no gradient this step; every other rank's did.
