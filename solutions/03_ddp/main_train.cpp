@@ -12,6 +12,8 @@
 // the run's result. With --checkpoint, rank 0 saves after every epoch;
 // --resume continues from it, and the final weights are bit-identical to a
 // run that was never interrupted (weights_sha256 in the result says so).
+// After every epoch the ranks check that they still hold one model (ex3.3),
+// and stop, naming the parameters, when they do not.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

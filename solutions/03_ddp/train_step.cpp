@@ -28,7 +28,7 @@ torch::Tensor ddp_train_step(workbook::Classifier& model, torch::optim::Optimize
   // summed loss times ranks / global: the all-reduce's average then divides
   // by ranks, leaving the sum over every sample divided by `global`. An
   // empty batch runs no forward (a mean over nothing is NaN) and hands the
-  // average zeros (ex3.3: a missing gradient counts as zeros).
+  // average zeros (all_reduce_gradients: a missing gradient counts as zeros).
   torch::Tensor loss = torch::zeros({}, local_batch.images.options().dtype(torch::kFloat32));
   if (mine > 0) {
     const torch::Tensor summed = torch::nn::functional::cross_entropy(

@@ -15,7 +15,7 @@ workbook=$build/workbook
 [ -x "$workbook" ] || { echo "learner_loop.sh: $workbook is not built" >&2; exit 2; }
 
 # One exercise per chapter and the file a learner edits for it.
-exercises=${LOOP_EXERCISES:-"ex1.2:01_single_device/train_step.cpp ex2.1:02_data_parallel/scatter.cpp ex3.3:03_ddp/gradients.cpp
+exercises=${LOOP_EXERCISES:-"ex1.2:01_single_device/train_step.cpp ex2.1:02_data_parallel/scatter.cpp ex3.3:03_ddp/replicas.cpp
            ex4.1:04_ring_allreduce/reduce_scatter.cpp ex5.1:05_sync_bn/batch_stats.cpp ex6.2:06_large_batch/lars.cpp
            ex7.2:07_sharding/stage1.cpp ex8.3:08_model_parallel/row_linear.cpp ex9.2:09_precision_memory/loss_scaler.cpp"}
 
