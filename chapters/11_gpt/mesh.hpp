@@ -36,9 +36,9 @@ struct MeshCoordinates {
 // between [0, shape.ranks()) and the mesh. With ranks placed on nodes in
 // order (ranks 0 to k-1 on the first node, and so on), the ranks of a tensor
 // group must lie on as few nodes as can be; then, of the layouts that do
-// that, the ranks of whichever of a data group and a pipeline group moves
-// more bytes a step, for this chapter's default model, on as few nodes as
-// can be (the lesson gives the batch to count for).
+// that, the ranks of a data group on as few nodes as can be (for this
+// chapter's default model a data group moves more bytes a step than a
+// pipeline group: the lesson asks you to count why, and when it would not).
 int rank_of(const MeshShape& shape, const MeshCoordinates& where);
 MeshCoordinates coordinates_of(const MeshShape& shape, int rank);
 

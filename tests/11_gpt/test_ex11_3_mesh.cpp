@@ -50,7 +50,7 @@ int nodes_spanned(const ch11::MeshShape& shape, ch11::MeshCoordinates where, int
   return static_cast<int>(nodes.size());
 }
 
-TEST_CASE("ex11.3 a tensor group lies on as few nodes as can be, then the group that moves more", "[ex11.3]") {
+TEST_CASE("ex11.3 a tensor group lies on as few nodes as can be, then a data group", "[ex11.3]") {
   for (int per_node : {2, 4})
     for (const ch11::MeshShape& shape : shapes_of(8)) {
       CAPTURE(per_node, shape.data, shape.pipeline, shape.tensor);
