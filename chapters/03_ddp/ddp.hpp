@@ -103,7 +103,8 @@ void all_reduce_gradients_per_parameter(torch::nn::Module& model, workbook::Comm
 // when the replicas agree.
 // - Every rank returns the same list, so that the ranks can act on it together.
 // - "The same" means bit for bit: 0.0 and -0.0 differ, and a NaN agrees with
-//   the same NaN.
+//   the same NaN. A check that a difference can pass only by chance, once in
+//   2^64 or less, counts as exact.
 // - A fixed number of collective calls, whatever the number of tensors, each
 //   carrying a few numbers per tensor and never the tensors themselves:
 //   checking a billion weights moves no more than checking a thousand.
