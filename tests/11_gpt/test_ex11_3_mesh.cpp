@@ -97,6 +97,9 @@ TEST_CASE("ex11.3 make_mesh: each group holds the ranks that differ in its coord
     const torch::Tensor in_data = mesh.data->all_gather(me).view(-1);
     for (int d = 0; d < shape.data; ++d)
       REQUIRE(in_data[d].item<int64_t>() == ch11::rank_of(shape, {d, mesh.here.pipeline, mesh.here.tensor}));
+    const torch::Tensor in_pipeline = mesh.pipeline->all_gather(me).view(-1);
+    for (int p = 0; p < shape.pipeline; ++p)
+      REQUIRE(in_pipeline[p].item<int64_t>() == ch11::rank_of(shape, {mesh.here.data, p, mesh.here.tensor}));
   }
   REQUIRE_THROWS_AS(ch11::make_mesh(*world, {world->size() + 1, 1, 1}), workbook::UserError);
 }
