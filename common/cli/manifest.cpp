@@ -342,7 +342,6 @@ nlohmann::json load_state() {
 }
 
 void save_state(const nlohmann::json& state) {
-  // Written to a temporary file and renamed: never a half-written state.
   const fs::path path = build_dir() / "workbook-state.json";
   const fs::path temporary = path.string() + ".tmp";
   {

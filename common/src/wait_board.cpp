@@ -59,7 +59,7 @@ std::optional<WaitEntry> parse_entry(int rank, const std::string& text) {
     else if (key == "group") e.waiting.group = numbers(in);
     else return std::nullopt;
   }
-  if (fields != 7) return std::nullopt;  // written half (the writer renames a whole file into place, but be sure)
+  if (fields != 7) return std::nullopt;  // not an entry the writer wrote
   return e;
 }
 

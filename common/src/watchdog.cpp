@@ -142,7 +142,7 @@ class BoardWatch {
       std::ofstream out(partial);
       out << detail::format_entry(entry);
     }
-    std::rename(partial.c_str(), path.c_str());  // whole, or not at all, for the readers
+    std::rename(partial.c_str(), path.c_str());
     published_ = id;
   }
 
