@@ -140,9 +140,10 @@ Batch gather_batch(const torch::Tensor& images, const torch::Tensor& labels, con
 // cross-entropy on its own batch (0 for an empty one), with no graph
 // attached.
 // BEGIN SOLUTION NOTE ex3.4
-// Zero the gradients, forward, mean cross-entropy, backward, average the
-// gradients over ranks (all_reduce_gradients), step. Every rank's batch has the same size,
-// so the mean of the ranks' means is the mean over the global batch.
+// Zero the gradients; forward and the summed cross-entropy, back-propagated
+// times ranks / global_size (an empty part skips both); average the
+// gradients over ranks (all_reduce_gradients); step. The average's division
+// by ranks then leaves the sum over every sample over global_size.
 // END SOLUTION NOTE
 torch::Tensor ddp_train_step(workbook::Classifier& model, torch::optim::Optimizer& optimizer,
                              const Batch& local_batch, workbook::Communicator& comm);
