@@ -38,6 +38,8 @@ JOBS = {
              "--precision fp16 --master-weights --epochs 1", 30),
     "ch11": ("Chapter 11, a small GPT: each block split over the 2 ranks of a node, data parallel between nodes",
              "ch11_train", "--tensor 2 --steps 500", "--tensor 2 --pipeline 2 --bf16 --recompute --steps 200", 30),
+    "ch12": ("Chapter 12, long context: the small GPT on windows of 4096 bytes, each split over every rank (ring attention)",
+             "ch12_train", "--context 4096 --steps 200", "--context 1024 --split contiguous --steps 50", 30),
 }
 RANKS_PER_NODE = 2  # on GPU nodes: the GPUs per node
 NODE_COUNTS = (1, 2)
