@@ -20,8 +20,8 @@ torch::Tensor held_positions(int64_t T, int rank, int ranks, Split split) {
     const int64_t block = T / ranks;
     return torch::arange(rank * block, (rank + 1) * block, torch::kInt64);
   }
-  WB_CHECK(T % (2 * ranks) == 0, "a context of {} does not split into 2 × {} equal chunks, which the balanced split needs",
-           T, ranks);
+  WB_CHECK(T % (2 * ranks) == 0, "a context of {} cannot be split among {} ranks with equal causal work: the balanced "
+           "split takes multiples of {}", T, ranks, 2 * ranks);
   WB_NOT_IMPLEMENTED("ex12.2");  // TODO(ex12.2): your code here
 }
 

@@ -10,8 +10,9 @@
 //   the context group is a ring: rank r sends to r+1 and receives from r−1
 //   (mod cp); every block of keys and values visits every rank once.
 //
-// No rank ever holds more than two blocks of keys and values (its own and
-// one in flight), nor a [T, T] score matrix: memory per rank falls as 1/cp.
+// No rank ever holds more than three blocks of keys and values (its own, the
+// one it computes with, and the next on its way), nor a [T, T] score
+// matrix: memory per rank falls as 1/cp.
 #pragma once
 #include <torch/torch.h>
 

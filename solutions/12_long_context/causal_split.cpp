@@ -20,8 +20,8 @@ torch::Tensor held_positions(int64_t T, int rank, int ranks, Split split) {
     const int64_t block = T / ranks;
     return torch::arange(rank * block, (rank + 1) * block, torch::kInt64);
   }
-  WB_CHECK(T % (2 * ranks) == 0, "a context of {} does not split into 2 × {} equal chunks, which the balanced split needs",
-           T, ranks);
+  WB_CHECK(T % (2 * ranks) == 0, "a context of {} cannot be split among {} ranks with equal causal work: the balanced "
+           "split takes multiples of {}", T, ranks, 2 * ranks);
   // BEGIN SOLUTION ex12.2
   // Note: [two chunks from opposite ends] Cut the sequence into 2·ranks
   // chunks; rank r takes chunk r and chunk 2·ranks − 1 − r. Chunk c's work

@@ -5,7 +5,7 @@
 if(TARGET ch12_train_solution)
   set(ch12 $<TARGET_FILE:ch12_train_solution>)
   workbook_expect_error(ch12_train_context_not_split "solution;ch12;mpi" 2
-                        "a context of 102 does not split into 2 × 2 equal chunks" ${mpi2} ${ch12} --context 102)
+                        "a context of 102 cannot be split among 2 ranks with equal causal work" ${mpi2} ${ch12} --context 102)
   workbook_expect_error(ch12_train_bad_split "solution;ch12;mpi" 2 "--split must be contiguous or balanced, got 'zigzag'"
                         ${mpi2} ${ch12} --split zigzag)
   workbook_expect_error(ch12_train_heads_not_dividing "solution;ch12;mpi" 2 "width 24 is not a multiple of its 5 heads"

@@ -11,16 +11,16 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // The oracle, straight from the definition: every row's scores over its
-// visible keys, their maximum, the sum of exp(s − max), and the weighted values.
+// visible keys, their maximum, the sum of exp(s − max) and the softmax's
+// weighted values; a row with no visible key is set to the empty Partial.
 ch12::Partial direct(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                      const torch::Tensor& visible) {
   const torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1)));
   const torch::Tensor masked = scores.masked_fill(visible.logical_not(), -kInf);
   const torch::Tensor max = std::get<0>(masked.max(-1));
-  const torch::Tensor safe = max.masked_fill(max.isinf(), 0.0);
-  const torch::Tensor weights = (masked - safe.unsqueeze(-1)).exp();
-  const torch::Tensor sum = weights.sum(-1);
-  const torch::Tensor out = torch::matmul(weights, v) / sum.clamp_min(1e-300).unsqueeze(-1);
+  const torch::Tensor empty = visible.logical_not().all(-1);  // [rows]
+  const torch::Tensor sum = (masked - max.unsqueeze(-1)).exp().sum(-1).masked_fill(empty, 0.0);
+  const torch::Tensor out = torch::matmul(torch::softmax(masked, -1), v).masked_fill(empty.unsqueeze(-1), 0.0);
   return {out, max, sum};
 }
 

@@ -65,8 +65,9 @@ struct CommStats {
 };
 
 // An exchange in flight (Communicator::start_exchange). wait() returns once
-// both its send and its receive are complete; until then neither tensor may
-// be touched or freed. Waited for on destruction if wait() was not called.
+// both its send and its receive are complete; until then the received
+// tensor may not be touched, and the sent one may be read but not written
+// or freed. Waited for on destruction if wait() was not called.
 class PendingExchange {
  public:
   PendingExchange() = default;
