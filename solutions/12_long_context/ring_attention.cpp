@@ -28,6 +28,13 @@ std::vector<Run> runs_of(const torch::Tensor& positions) {
   return runs;
 }
 
+// Which keys of the run `keys` of `theirs` each query of the run `rows` of
+// `mine` sees: [rows, keys], true where the key's position ≤ the query's.
+torch::Tensor visible_between(const torch::Tensor& mine, const Run& rows, const torch::Tensor& theirs,
+                              const Run& keys) {
+  return mine.narrow(0, rows.first, rows.length).unsqueeze(1) >= theirs.narrow(0, keys.first, keys.length).unsqueeze(0);
+}
+
 }  // namespace
 // END SOLUTION NOTE
 
@@ -76,8 +83,7 @@ torch::Tensor RingAttention::forward(torch::autograd::AutogradContext* ctx, cons
     for (size_t i = 0; i < query_runs.size(); ++i) {
       const Run& rows = query_runs[i];
       for (const Run& keys : runs_of(theirs)) {
-        const torch::Tensor visible =
-            mine.narrow(0, rows.first, rows.length).unsqueeze(1) >= theirs.narrow(0, keys.first, keys.length).unsqueeze(0);
+        const torch::Tensor visible = visible_between(mine, rows, theirs, keys);
         if (!visible.any().item<bool>()) continue;
         const Partial part = attend(q.narrow(2, rows.first, rows.length), block[0].narrow(2, keys.first, keys.length),
                                     block[1].narrow(2, keys.first, keys.length), visible);
@@ -145,8 +151,7 @@ torch::autograd::variable_list RingAttention::backward(torch::autograd::Autograd
     const torch::Tensor theirs = positions[owner];
     for (const Run& rows : query_runs) {
       for (const Run& keys : runs_of(theirs)) {
-        const torch::Tensor visible =
-            mine.narrow(0, rows.first, rows.length).unsqueeze(1) >= theirs.narrow(0, keys.first, keys.length).unsqueeze(0);
+        const torch::Tensor visible = visible_between(mine, rows, theirs, keys);
         if (!visible.any().item<bool>()) continue;
         const torch::Tensor q_rows = q_f.narrow(2, rows.first, rows.length);
         const torch::Tensor grad_rows = grad_out.narrow(2, rows.first, rows.length);
@@ -157,8 +162,8 @@ torch::autograd::variable_list RingAttention::backward(torch::autograd::Autograd
                                                 .exp_()
                                                 .masked_fill_(visible.logical_not(), 0.0);
         share[1].narrow(2, keys.first, keys.length).add_(torch::matmul(probabilities.transpose(-2, -1), grad_rows));
-        const torch::Tensor grad_scores =
-            probabilities * (torch::matmul(grad_rows, v_f.transpose(-2, -1)) - row_dot.narrow(2, rows.first, rows.length));
+        const torch::Tensor row_terms = row_dot.narrow(2, rows.first, rows.length);
+        const torch::Tensor grad_scores = probabilities * (torch::matmul(grad_rows, v_f.transpose(-2, -1)) - row_terms);
         grad_q.narrow(2, rows.first, rows.length).add_(torch::matmul(grad_scores, k_f), scale);
         share[0].narrow(2, keys.first, keys.length).add_(torch::matmul(grad_scores.transpose(-2, -1), q_rows), scale);
       }
