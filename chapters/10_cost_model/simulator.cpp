@@ -91,6 +91,10 @@ class SimulatedCommunicator : public workbook::Communicator {
   void do_reduce_scatter(const torch::Tensor&, torch::Tensor&, workbook::ReduceOp) override {
     not_simulated("reduce_scatter");
   }
+  void do_all_to_all(const torch::Tensor&, const std::vector<int64_t>&, torch::Tensor&,
+                     const std::vector<int64_t>&) override {
+    not_simulated("all_to_all");
+  }
   std::unique_ptr<Communicator> do_split(int, int, const std::string&) override { not_simulated("split"); }
   std::vector<std::string> exchange_signatures(const std::string&) override { not_simulated("a checked collective"); }
 

@@ -47,6 +47,7 @@ std::string arguments(CommOp op, torch::ScalarType dtype, int64_t count, int pee
     case CommOp::Send: return text + fmt::format(", to rank {}", peer);
     case CommOp::Recv: return text + fmt::format(", from rank {}", peer);
     case CommOp::Exchange: return text;  // the caller adds both peers
+    case CommOp::AllToAll: return fmt::format("{}, counts of each rank's own", dtype_name(dtype));  // they differ by rank
     default: return text;
   }
 }
@@ -88,7 +89,7 @@ std::unique_lock<std::mutex> my_turn(bool takes_turns) {
 
 const char* op_name(CommOp op) {
   static const char* names[kCommOpCount] = {"barrier", "broadcast", "all_reduce", "all_gather",
-                                            "reduce_scatter", "send", "recv", "exchange", "split"};
+                                            "reduce_scatter", "send", "recv", "exchange", "split", "all_to_all"};
   return names[static_cast<int>(op)];
 }
 
@@ -295,6 +296,53 @@ void Communicator::reduce_scatter(const torch::Tensor& input, torch::Tensor& out
   WB_ASSERT(!overlaps(input, output), "reduce_scatter: the output overlaps the input: give it a buffer of its own");
   const auto call = begin(CommOp::ReduceScatter, &output, output.numel(), 0, op);
   do_reduce_scatter(input, output, op);
+}
+
+void Communicator::all_to_all(const torch::Tensor& send, const std::vector<int64_t>& send_counts, torch::Tensor& recv,
+                              const std::vector<int64_t>& recv_counts) {
+  check_tensor(send, CommOp::AllToAll, "send");
+  check_tensor(recv, CommOp::AllToAll, "recv");
+  const auto ranks = static_cast<size_t>(size());
+  WB_ASSERT(send_counts.size() == ranks && recv_counts.size() == ranks,
+            "all_to_all: {} send counts and {} receive counts, one per rank of {}", send_counts.size(),
+            recv_counts.size(), ranks);
+  int64_t sending = 0, receiving = 0;
+  for (size_t r = 0; r < ranks; ++r) {
+    WB_ASSERT(send_counts[r] >= 0 && recv_counts[r] >= 0, "all_to_all: a negative count for rank {}", r);
+    sending += send_counts[r];
+    receiving += recv_counts[r];
+  }
+  WB_ASSERT(sending == send.numel() && receiving == recv.numel() && send.scalar_type() == recv.scalar_type(),
+            "all_to_all: the send counts add up to {} and the receive counts to {}, but send holds {} and recv {} "
+            "(of one dtype)", sending, receiving, send.numel(), recv.numel());
+  WB_ASSERT(!overlaps(send, recv), "all_to_all: recv overlaps send: give it a buffer of its own");
+  const auto call = begin(CommOp::AllToAll, &send, send.numel(), 0, ReduceOp::Sum);
+  // Note: [counts compared first] Under MPI a rank that expects fewer
+  // elements than its peer sends gets a truncation error, and one that
+  // expects more keeps stale values in the rest; NCCL asks a send and its
+  // receive for the same count, and says nothing of what happens otherwise
+  // (its ncclSend and ncclRecv documentation). So the counts cross first,
+  // as data (one element each way), and every rank learns through one
+  // all-reduced flag whether any pair disagrees: all of them fail together,
+  // each naming its own pairs.
+  const torch::TensorOptions counts_on = torch::TensorOptions().dtype(torch::kInt64).device(device());
+  const torch::Tensor mine = torch::tensor(send_counts, torch::kInt64).to(device());
+  torch::Tensor theirs = torch::empty({size()}, counts_on);
+  const std::vector<int64_t> one_each(ranks, 1);
+  do_all_to_all(mine, one_each, theirs, one_each);
+  const torch::Tensor sent_here = theirs.cpu();
+  std::string pairs;
+  for (size_t r = 0; r < ranks; ++r)
+    if (sent_here[static_cast<int64_t>(r)].item<int64_t>() != recv_counts[r])
+      pairs += fmt::format("{}rank {} sends {} element(s) to rank {}, which expects {}", pairs.empty() ? "" : "; ", r,
+                           sent_here[static_cast<int64_t>(r)].item<int64_t>(), rank(), recv_counts[r]);
+  torch::Tensor any_wrong = torch::full({1}, pairs.empty() ? 0 : 1, counts_on);
+  do_all_reduce(any_wrong, ReduceOp::Max);
+  if (any_wrong.item<int64_t>() != 0)
+    throw CommunicationError(fmt::format(
+        "{}: all_to_all #{}: the counts do not match: {}", env_.label(), sequence_,
+        pairs.empty() ? "this rank's are right; another rank's message names the pairs" : pairs));
+  do_all_to_all(send, send_counts, recv, recv_counts);
 }
 
 void Communicator::send(const torch::Tensor& tensor, int peer) {

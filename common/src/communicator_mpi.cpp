@@ -277,6 +277,25 @@ class MpiCommunicator final : public Communicator {
     if (op == ReduceOp::Average) output.div_(size());
   }
 
+  void do_all_to_all(const torch::Tensor& send, const std::vector<int64_t>& send_counts, torch::Tensor& recv,
+                     const std::vector<int64_t>& recv_counts) override {
+    std::vector<int> sends(send_counts.size()), send_at(send_counts.size()), receives(recv_counts.size()),
+        receive_at(recv_counts.size());
+    int64_t send_offset = 0, receive_offset = 0;
+    for (size_t r = 0; r < send_counts.size(); ++r) {
+      sends[r] = mpi_count(send_counts[r]);
+      send_at[r] = mpi_count(send_offset);
+      receives[r] = mpi_count(recv_counts[r]);
+      receive_at[r] = mpi_count(receive_offset);
+      send_offset += send_counts[r];
+      receive_offset += recv_counts[r];
+    }
+    const MPI_Datatype type = mpi_type(send.scalar_type());
+    check(MPI_Alltoallv(send.data_ptr(), sends.data(), send_at.data(), type, recv.data_ptr(), receives.data(),
+                        receive_at.data(), type, data_),
+          "MPI_Alltoallv");
+  }
+
   void do_send(const torch::Tensor& tensor, int peer) override {
     check(MPI_Send(tensor.data_ptr(), mpi_count(tensor.numel()), mpi_type(tensor.scalar_type()), peer, 0, data_),
           "MPI_Send");

@@ -154,6 +154,32 @@ class NcclCommunicator final : public Communicator {
                launch_env(), "ncclReduceScatter");
     wait("ncclReduceScatter");
   }
+  void do_all_to_all(const torch::Tensor& send, const std::vector<int64_t>& send_counts, torch::Tensor& recv,
+                     const std::vector<int64_t>& recv_counts) override {
+    // NCCL has no all-to-all of its own: a send and a receive per peer with
+    // something to move, issued in one group so that none waits for another.
+    const ncclDataType_t type = nccl_type(send.scalar_type());
+    const auto element = static_cast<int64_t>(send.element_size());
+    const auto* send_bytes = static_cast<const char*>(send.data_ptr());
+    auto* recv_bytes = static_cast<char*>(recv.data_ptr());
+    int64_t send_offset = 0, receive_offset = 0;
+    check_nccl(ncclGroupStart(), launch_env(), "ncclGroupStart");
+    for (int peer = 0; peer < size(); ++peer) {
+      const auto r = static_cast<size_t>(peer);
+      if (send_counts[r] > 0)
+        check_nccl(ncclSend(send_bytes + send_offset * element, static_cast<size_t>(send_counts[r]), type, peer, comm_,
+                            stream()),
+                   launch_env(), "ncclSend (all_to_all)");
+      if (recv_counts[r] > 0)
+        check_nccl(ncclRecv(recv_bytes + receive_offset * element, static_cast<size_t>(recv_counts[r]), type, peer,
+                            comm_, stream()),
+                   launch_env(), "ncclRecv (all_to_all)");
+      send_offset += send_counts[r];
+      receive_offset += recv_counts[r];
+    }
+    check_nccl(ncclGroupEnd(), launch_env(), "ncclGroupEnd (all_to_all)");
+    wait("all_to_all (ncclSend + ncclRecv per peer)");
+  }
   void do_send(const torch::Tensor& tensor, int peer) override {
     check_nccl(ncclSend(tensor.data_ptr(), static_cast<size_t>(tensor.numel()), nccl_type(tensor.scalar_type()), peer,
                         comm_, stream()),

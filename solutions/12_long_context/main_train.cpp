@@ -71,7 +71,8 @@ int train(workbook::Program& program) {
   gpt->to(device);
   const int64_t parameters = workbook::count_parameters(*gpt);
   torch::optim::AdamW optimizer(gpt->parameters(), torch::optim::AdamWOptions(flags.lr).weight_decay(0.0));
-  const ch12::RingOptions ring{.overlap = !no_overlap};
+  ch12::RingOptions ring;
+  ring.overlap = !no_overlap;
   const int64_t held = model.context / ranks;
   const int64_t pairs = ch12::causal_pairs(model.context, comm.rank(), ranks, split);
   program.say("{} ranks: sequences of {} bytes, {} held by each ({} split{}); {} parameters; {} steps of {} "

@@ -38,7 +38,7 @@ TEST_CASE("ex12.3 each rank's gradients of q, k and v are the whole sequence's a
         const torch::Tensor q = ring_cases::mine(w.q, held).requires_grad_(true);
         const torch::Tensor k = ring_cases::mine(w.k, held).requires_grad_(true);
         const torch::Tensor v = ring_cases::mine(w.v, held).requires_grad_(true);
-        ch12::ring_attention(q, k, v, layout.positions, *comm, {.overlap = overlap})
+        ch12::ring_attention(q, k, v, layout.positions, *comm, ch12::RingOptions{overlap})
             .backward(ring_cases::mine(w.upstream, held));
         for (const auto& [name, got, want] : {std::tuple{"q", q.grad(), expected.q}, std::tuple{"k", k.grad(), expected.k},
                                               std::tuple{"v", v.grad(), expected.v}}) {

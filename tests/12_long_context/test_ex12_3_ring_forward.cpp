@@ -18,7 +18,7 @@ TEST_CASE("ex12.3 each rank's output is the whole sequence's causal attention at
         const torch::Tensor held = layout.positions[comm->rank()];
         const torch::Tensor out =
             ch12::ring_attention(ring_cases::mine(w.q, held), ring_cases::mine(w.k, held),
-                                 ring_cases::mine(w.v, held), layout.positions, *comm, {.overlap = overlap});
+                                 ring_cases::mine(w.v, held), layout.positions, *comm, ch12::RingOptions{overlap});
         const torch::Tensor want = ring_cases::mine(expected, held);
         INFO("rank " << comm->rank() << ": the output differs from the whole sequence's by up to "
                      << (out - want).abs().max().item<double>() << " (" << layout.name << " layout)");

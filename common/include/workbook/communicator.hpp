@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -21,8 +22,8 @@ enum class Backend { Mpi, Nccl };
 enum class ReduceOp { Sum, Average, Max };
 
 // The operations, for counting and for messages.
-enum class CommOp { Barrier, Broadcast, AllReduce, AllGather, ReduceScatter, Send, Recv, Exchange, Split };
-inline constexpr int kCommOpCount = 9;
+enum class CommOp { Barrier, Broadcast, AllReduce, AllGather, ReduceScatter, Send, Recv, Exchange, Split, AllToAll };
+inline constexpr int kCommOpCount = 10;
 const char* op_name(CommOp op);
 
 struct CommunicatorOptions {
@@ -139,6 +140,17 @@ class Communicator {
   // r becomes the sum (or mean) over ranks of their chunk r. The two must
   // not overlap.
   void reduce_scatter(const torch::Tensor& input, torch::Tensor& output, ReduceOp op);
+  // Every rank sends a run of elements to every rank (itself included), of
+  // any length: `send` holds size() runs one after another in rank order,
+  // send_counts[r] elements for rank r; `recv` receives recv_counts[r]
+  // elements from each rank r, in rank order. Counts may be 0. What rank r
+  // sends to rank s must be what s expects from r: the counts are compared
+  // first (a small all-to-all of them, then one flag all-reduced: the call
+  // counts once), and a mismatch is a CommunicationError on every rank,
+  // naming the pairs, before any data moves. MPI: MPI_Alltoallv; NCCL: a
+  // send and a receive per peer in one group.
+  void all_to_all(const torch::Tensor& send, const std::vector<int64_t>& send_counts, torch::Tensor& recv,
+                  const std::vector<int64_t>& recv_counts);
   // Point to point: `recv` fills `tensor` (its dtype and count must match the send).
   void send(const torch::Tensor& tensor, int peer);
   void recv(torch::Tensor& tensor, int peer);
@@ -169,6 +181,8 @@ class Communicator {
   virtual void do_all_reduce(torch::Tensor& tensor, ReduceOp op) = 0;
   virtual void do_all_gather(const torch::Tensor& input, torch::Tensor& output) = 0;
   virtual void do_reduce_scatter(const torch::Tensor& input, torch::Tensor& output, ReduceOp op) = 0;
+  virtual void do_all_to_all(const torch::Tensor& send, const std::vector<int64_t>& send_counts, torch::Tensor& recv,
+                             const std::vector<int64_t>& recv_counts) = 0;
   virtual void do_send(const torch::Tensor& tensor, int peer) = 0;
   virtual void do_recv(torch::Tensor& tensor, int peer) = 0;
   // Starts both transfers and returns what waits for them (and checks the count received).
