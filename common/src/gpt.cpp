@@ -85,16 +85,21 @@ GptImpl::GptImpl(const GptOptions& options_) : options(options_) {
   blocks = register_module("blocks", torch::nn::ModuleList());
   for (int64_t i = 0; i < options.layers; ++i) blocks->push_back(GptBlock(options.width, options.heads));
   final_norm = register_module("final_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({options.width})));
+  initialise_like_gpt2(*this, options.layers);
+}
+
+void initialise_like_gpt2(torch::nn::Module& model, int64_t layers, const std::string& keep) {
   // GPT-2's initialisation: normal(0, 0.02) for the embeddings and every
   // linear weight, zero biases; the projections that add into the residual
   // stream scaled by 1/√(2·layers), so that the stream's variance does not
   // grow with depth.
   torch::NoGradGuard no_grad;
-  const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(options.layers));
-  for (auto& named : named_parameters()) {
+  const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(layers));
+  for (auto& named : model.named_parameters()) {
     const std::string& name = named.key();
     torch::Tensor& p = named.value();
     if (name.find("norm") != std::string::npos) continue;  // LayerNorm keeps its ones and zeros
+    if (!keep.empty() && name.find(keep) != std::string::npos) continue;
     if (name.size() >= 4 && name.compare(name.size() - 4, 4, "bias") == 0) {
       p.zero_();
     } else {

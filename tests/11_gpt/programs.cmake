@@ -15,11 +15,14 @@ if(TARGET ch11_train_solution)
   # The bench's baseline does the reference's work (the same losses), and
   # --profile's files render on both sides (tests/11_gpt/check_baseline.py).
   # It runs in the baselines' Python (WORKBOOK_PYTHON), which imports torch once.
+  # Label `bench`: a check of the bench, not of a learner's code, and the
+  # default suite's longest test after ch11's own (20 s of its 150 s, three at
+  # a time): CI runs it with the bench's smoke (.ci/run), not in the suite.
   if(WORKBOOK_PYTHON)
     add_test(NAME ch11_baseline_same_work
              COMMAND ${WORKBOOK_PYTHON} ${CMAKE_SOURCE_DIR}/tests/11_gpt/check_baseline.py ${ch11}
                      ${CMAKE_SOURCE_DIR}/chapters/11_gpt/pytorch_gpt_baseline.py ${CMAKE_BINARY_DIR}/ch11_baseline)
-    set_tests_properties(ch11_baseline_same_work PROPERTIES LABELS "solution;ch11" TIMEOUT 300 SKIP_RETURN_CODE 77)
+    set_tests_properties(ch11_baseline_same_work PROPERTIES LABELS "solution;ch11;bench" TIMEOUT 300 SKIP_RETURN_CODE 77)
   endif()
 endif()
 # results.md's tables are what tables.py renders from the kept files.

@@ -58,6 +58,12 @@ class GptBlockImpl : public torch::nn::Module {
 };
 TORCH_MODULE(GptBlock);
 
+// GPT-2's initialisation of `model`'s parameters, by name: LayerNorms as
+// they are, biases 0, weights normal(0, 0.02), the projections into the
+// residual stream ("projection.weight", "contract.weight") normal(0,
+// 0.02/√(2·layers)). Names containing `keep` (when not empty) are left as they are.
+void initialise_like_gpt2(torch::nn::Module& model, int64_t layers, const std::string& keep = "");
+
 class GptImpl : public torch::nn::Module {
  public:
   explicit GptImpl(const GptOptions& options = {});
