@@ -206,10 +206,10 @@ fi
 code=${WORKBOOK_CODE:-solution}
 case $program in
   smoke_test) executable=$WORKBOOK_BUILD/bin/smoke_test ;;
-  ch0[3-9]_* | ch1[0-2]_*)
+  ch0[3-9]_* | ch1[0-3]_*)
     [[ $code =~ ^(solution|student)$ ]] || fail "WORKBOOK_CODE='$code': use solution or student"
     executable=$WORKBOOK_BUILD/bin/$code/$program ;;
-  *) fail "'$program' is not a workbook program (smoke_test, or a program of Chapters 3 to 12: ch03_train, ch04_bench, ..., ch12_train)" ;;
+  *) fail "'$program' is not a workbook program (smoke_test, or a program of Chapters 3 to 13: ch03_train, ch04_bench, ..., ch13_train)" ;;
 esac
 [ -x "$executable" ] ||
   fail "$executable is not built: in $root run 'cmake --preset $( [ "$device" = cuda ] && echo cuda || echo default ) && cmake --build --preset $( [ "$device" = cuda ] && echo cuda || echo default )' (hpc/README.md, step 2)"

@@ -40,6 +40,8 @@ JOBS = {
              "ch11_train", "--tensor 2 --steps 500", "--tensor 2 --pipeline 2 --bf16 --recompute --steps 200", 30),
     "ch12": ("Chapter 12, long context: the small GPT on windows of 4096 bytes, each split over every rank (ring attention)",
              "ch12_train", "--context 4096 --steps 200", "--context 1024 --split contiguous --steps 50", 30),
+    "ch13": ("Chapter 13, experts: the small GPT with 8 experts a block, top-2, spread over every rank of the job",
+             "ch13_train", "--experts 8 --steps 300", "--dense --steps 300", 30),
 }
 RANKS_PER_NODE = 2  # on GPU nodes: the GPUs per node
 NODE_COUNTS = (1, 2)

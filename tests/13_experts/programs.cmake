@@ -18,3 +18,8 @@ if(TARGET ch13_train_solution)
                              --dense --layers 1 --width 32 --heads 2 --expert-hidden 16 --context 16 --steps 4
                              --threads 1)
 endif()
+# results.md's tables are what tables.py renders from the kept files.
+add_test(NAME ch13_results_tables
+         COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/support/check_rendered_tables.py
+                 ${CMAKE_SOURCE_DIR}/chapters/13_experts/results.md)
+set_tests_properties(ch13_results_tables PROPERTIES LABELS "ch13")
