@@ -131,32 +131,34 @@ TEST_CASE("ex13.3 gradients reach every rank's tokens, the replicated weights an
 }
 
 TEST_CASE("ex13.3 the layer's balancing loss and routing are its call's, and only kept tokens travel",
-          "[ex13.3][np3]") {
+          "[ex13.3][np3][np4]") {
   auto comm = mpi_test::communicator();
   const int ranks = comm->size(), me = comm->rank();
   const int64_t k = 2;
   const double factor = 0.75;
   const moe_cases::Weights w = moe_cases::draw(kWidth, kHidden, 2 * ranks, 8);
   const auto all = every_ranks_tokens(ranks, [](int r) { return int64_t{6 + 2 * r}; }, 21);
-  ch13::ExpertMlp layer = layer_from(w, k, factor, *comm);
-  const workbook::CommStats before = comm->stats();
-  layer->forward(all[me]);
-  const workbook::CommStats after = comm->stats();
-  moe_cases::Routed want;
-  moe_cases::forward(all[me], w, k, factor, &want);
-  INFO("rank " << me << ": routing.kept " << (layer->routing.kept.defined() ? "differs from" : "is not set;")
-               << " the one-process layer's");
-  REQUIRE(mpi_test::all_ranks(layer->routing.kept.defined() && torch::equal(layer->routing.kept, want.kept)));
   std::vector<moe_cases::Routed> everyone;
   for (int r = 0; r < ranks; ++r) {
     moe_cases::Routed routed;
     moe_cases::forward(all[r], w, k, factor, &routed);
     everyone.push_back(routed);
   }
+  ch13::ExpertMlp layer = layer_from(w, k, factor, *comm);
+  const workbook::CommStats before = comm->stats();
+  layer->forward(all[me]);
+  const workbook::CommStats after = comm->stats();
+  const moe_cases::Routed& want = everyone[me];
+  INFO("rank " << me << ": routing.kept is not set, or not the one-process layer's");
+  REQUIRE(mpi_test::all_ranks(layer->routing.kept.defined() && torch::equal(layer->routing.kept, want.kept)));
+
   std::vector<torch::Tensor> probabilities, experts;
+  int64_t received = 0;  // the kept assignments of every rank's tokens to this rank's experts
   for (const auto& routed : everyone) {
     probabilities.push_back(routed.probabilities);
     experts.push_back(routed.experts);
+    const torch::Tensor mine = routed.kept & (routed.experts.div(2, "floor") == me);  // 2 experts a rank
+    received += mine.sum().item<int64_t>();
   }
   moe_cases::Routed pooled;
   pooled.probabilities = torch::cat(probabilities);
@@ -165,14 +167,19 @@ TEST_CASE("ex13.3 the layer's balancing loss and routing are its call's, and onl
   const double got_loss = layer->balancing_loss.defined() ? layer->balancing_loss.item<double>() : -1.0;
   INFO("rank " << me << ": balancing_loss is " << got_loss << ", the group's is " << group_loss);
   REQUIRE(mpi_test::all_ranks(std::abs(got_loss - group_loss) < 1e-10));
+
+  // What travels: this rank's kept rows out, the rows it received for its
+  // experts back, and a few numbers per row or per expert to say which is which.
   const auto op = [](workbook::CommOp o) { return static_cast<int>(o); };
   const int64_t gathers = after.count(workbook::CommOp::AllGather) - before.count(workbook::CommOp::AllGather) +
                           after.count(workbook::CommOp::Broadcast) - before.count(workbook::CommOp::Broadcast);
   const int64_t moved = after.elements[op(workbook::CommOp::AllToAll)] - before.elements[op(workbook::CommOp::AllToAll)];
   const int64_t kept = want.kept.sum().item<int64_t>();
-  const int64_t bound = 2 * kept * kWidth + 4 * w.router.size(0);
+  const int64_t rows = (kept + received) * kWidth;
+  const int64_t bound = (kept + received) * (kWidth + 1) + 2 * w.router.size(0) * ranks;
   INFO("rank " << me << ": " << gathers << " all-gather or broadcast call(s); " << moved
-               << " elements handed to all-to-all, where the kept assignments' rows there and back are "
-               << 2 * kept * kWidth << " (and the counts a few more)");
+               << " elements handed to all-to-all, where this rank's " << kept << " kept rows out and the " << received
+               << " rows it computed for its experts back are " << rows << " elements (allowed up to " << bound
+               << " with the counts)");
   REQUIRE(mpi_test::all_ranks(gathers == 0 && moved > 0 && moved <= bound));
 }
