@@ -17,6 +17,7 @@
 
 #include <torch/torch.h>
 
+#include "cost_model.hpp"  // Chapter 10: Cost, Link
 #include "workbook/communicator.hpp"
 
 namespace ch13 {
@@ -34,5 +35,13 @@ struct Received {
 // and dtype.
 Received all_to_all_from_pairs(const torch::Tensor& send, const std::vector<int64_t>& send_counts,
                                workbook::Communicator& comm);
+
+// ex13.1. What your all_to_all_from_pairs costs in Chapter 10's α–β model
+// (cost_model.hpp's Cost: the α's one after another on a rank's path, and the
+// bytes charged β), when every rank sends `bytes` rows' worth in all, bytes /
+// ranks to each rank, itself included: every message your code sends counts,
+// whatever it carries; a rank's run to itself is a copy, and costs nothing.
+// `workbook bench ch13` holds it against the measured time.
+ch10::Cost all_to_all_cost(int64_t bytes, int ranks);
 
 }  // namespace ch13

@@ -12,9 +12,10 @@
 //               (median), tokens_per_s, validation_loss (held-out windows),
 //               dropped_share
 //   all_to_all  n bytes from every rank, n/p to each, by the library's
-//               all-to-all and by ex13.1's; ms (median of --rounds), and the
-//               α–β prediction (p − 1)·(α + n/p·β), α and β fitted in the
-//               same run from exchanges between ring neighbours
+//               all-to-all and by ex13.1's; ms (median of --rounds), and
+//               ex13.1's all_to_all_cost on the link Chapter 10's
+//               fit_shaped_link fits in the same run to exchanges between
+//               ring neighbours
 #include <fmt/format.h>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -134,14 +135,19 @@ double median_seconds(workbook::Communicator& comm, int rounds, const std::funct
 void measure_all_to_all(workbook::Program& program, workbook::Communicator& comm, int rounds) {
   const int p = comm.size();
   const int next = (comm.rank() + 1) % p, previous = (comm.rank() + p - 1) % p;
-  // α and β of one exchange between ring neighbours, both directions at once.
-  const auto exchange_s = [&](int64_t bytes) {
+  // The link: exchanges between ring neighbours, both directions at once,
+  // fitted as Chapter 10 fits a shaped link (fit_shaped_link: α from the
+  // smallest message, β from 256 KiB up). One line through every size
+  // (fit_link) found a negative α on the emulated link, whose shaper lets a
+  // burst through, and an α ten times the smallest message's on one machine.
+  std::vector<ch10::Timing> timings;
+  for (const int64_t bytes : {int64_t{8}, int64_t{256} << 10, int64_t{1} << 20, int64_t{4} << 20}) {
     const torch::Tensor out = torch::zeros({bytes / 4}, torch::kFloat32);
     torch::Tensor in = torch::empty_like(out);
-    return median_seconds(comm, rounds, [&] { comm.exchange(out, next, in, previous); });
-  };
-  const int64_t large = int64_t{4} << 20;
-  const double alpha = exchange_s(8), beta = (exchange_s(large) - alpha) / static_cast<double>(large - 8);
+    timings.push_back({bytes, median_seconds(comm, rounds, [&] { comm.exchange(out, next, in, previous); })});
+  }
+  const ch10::Link link = ch10::fit_shaped_link(timings);
+  const double alpha = link.alpha_s, beta = link.beta_s_per_byte;
   workbook::JsonLines& json = program.json();
   program.say("ch13_bench --measure all_to_all: {} rank(s); α = {:.1f} µs, β = {:.3f} ns a byte ({:.2f} Gbit/s), "
               "fitted from exchanges between neighbours; medians of {} rounds",
@@ -154,7 +160,8 @@ void measure_all_to_all(workbook::Program& program, workbook::Communicator& comm
     const torch::Tensor send = torch::randn({per_peer * p});
     const std::vector<int64_t> counts(p, per_peer);
     torch::Tensor recv = torch::empty_like(send);
-    const double predicted = (p - 1) * (alpha + static_cast<double>(per_peer * 4) * beta);
+    const ch10::Cost cost = ch13::all_to_all_cost(per_peer * 4 * p, p);  // ex13.1's
+    const double predicted = cost.seconds(link);
     for (const std::string variant : {"library", "pairs"}) {
       const double seconds = median_seconds(comm, rounds, [&] {
         if (variant == "library") comm.all_to_all(send, counts, recv, counts);
@@ -170,7 +177,7 @@ void measure_all_to_all(workbook::Program& program, workbook::Communicator& comm
     }
   }
   program.say("bytes: what each rank sends in all, bytes/p to each rank (itself included); predicted: "
-              "(p − 1)·(α + bytes/p·β), the pairwise exchange's rounds");
+              "all_to_all_cost (ex13.1) on the fitted link");
   workbook::BenchResult result;
   result.headline = headline;
   program.finish(result);

@@ -52,4 +52,15 @@ Received all_to_all_from_pairs(const torch::Tensor& send, const std::vector<int6
   // END SOLUTION
 }
 
+ch10::Cost all_to_all_cost(int64_t bytes, int ranks) {
+  WB_ASSERT(bytes >= 0 && ranks >= 1, "all_to_all_cost: {} bytes over {} ranks", bytes, ranks);
+  // BEGIN SOLUTION ex13.1
+  // Note: [two messages a round] Each of the p − 1 rounds is two exchanges
+  // one after the other: the count (8 bytes), then the run of n/p bytes. So
+  // 2(p − 1) α's, and (p − 1)/p·n bytes plus the counts' 8 each.
+  const double p = ranks, rounds = p - 1;
+  return {2 * rounds, rounds * (static_cast<double>(bytes) / p + sizeof(int64_t))};
+  // END SOLUTION
+}
+
 }  // namespace ch13

@@ -75,3 +75,19 @@ TEST_CASE("ex13.1 runs of megabytes to every rank at once come through", "[ex13.
   check_exchange(*comm, [](int from, int to) { return int64_t{from == to ? 1 : 87382 + from}; }, torch::kFloat32,
                  "a megabyte for every peer");
 }
+
+TEST_CASE("ex13.1 the all-to-all's cost: a message for every count and every run, the runs' bytes", "[ex13.1]") {
+  for (const int ranks : {1, 2, 3, 4, 8}) {
+    for (const int64_t bytes : {int64_t{0}, int64_t{4096}, int64_t{1} << 20}) {
+      const ch10::Cost cost = ch13::all_to_all_cost(bytes, ranks);
+      const double rounds = ranks - 1;
+      const double runs = rounds * static_cast<double>(bytes) / ranks;  // every run but the rank's own
+      INFO(ranks << " ranks, " << bytes << " bytes from each: " << cost.messages << " α's and " << cost.bytes
+                 << " bytes; the runs to the other ranks are " << runs
+                 << " bytes, and a rank's counts, 8 bytes or fewer each, are " << rounds << " more numbers");
+      CHECK(cost.messages == 2 * rounds);
+      CHECK(cost.bytes >= runs);
+      CHECK(cost.bytes <= runs + 8 * rounds);
+    }
+  }
+}
