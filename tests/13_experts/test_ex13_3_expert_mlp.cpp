@@ -1,6 +1,8 @@
 // Tests for ex13.3: the expert layer over the group against the whole
 // layer in one process, every expert held (moe_cases.hpp, float64): outputs,
 // dropped tokens, gradients, and what travels.
+#include <algorithm>
+
 #include "catch2_compat.hpp"
 
 #include "expert_mlp.hpp"
@@ -47,7 +49,7 @@ TEST_CASE("ex13.3 each rank's output is the whole layer's for its tokens; a toke
           "[ex13.3][np3][np4]") {
   auto comm = mpi_test::communicator();
   const int ranks = comm->size(), me = comm->rank();
-  int64_t passed_through = 0;
+  int64_t passed_through = 0, idle_experts = 0;  // summed over the cases, on this rank
   for (const int64_t per_rank : {1, 2}) {
     const moe_cases::Weights w = moe_cases::draw(kWidth, kHidden, per_rank * ranks, 60 + per_rank);
     for (const int64_t k : {1, 2}) {
@@ -59,6 +61,14 @@ TEST_CASE("ex13.3 each rank's output is the whole layer's for its tokens; a toke
         const torch::Tensor want = moe_cases::forward(all[me], w, k, factor, &routed);
         const torch::Tensor none_kept = routed.kept.logical_not().all(1);
         passed_through += none_kept.sum().item<int64_t>();
+        std::vector<bool> used(w.router.size(0), false);  // experts that some rank's kept assignment reaches
+        for (int r = 0; r < ranks; ++r) {
+          moe_cases::Routed theirs;
+          moe_cases::forward(all[r], w, k, factor, &theirs);
+          const torch::Tensor reached = theirs.experts.masked_select(theirs.kept);
+          for (int64_t i = 0; i < reached.numel(); ++i) used[reached[i].item<int64_t>()] = true;
+        }
+        idle_experts += std::count(used.begin(), used.end(), false);
         INFO("rank " << me << " of " << ranks << ", " << w.router.size(0) << " experts, top-" << k
                      << ", capacity factor " << factor << ", " << all[me].size(0)
                      << " tokens (rank 1 has none): the output differs from the one-process layer's by up to "
@@ -71,9 +81,11 @@ TEST_CASE("ex13.3 each rank's output is the whole layer's for its tokens; a toke
       }
     }
   }
-  torch::Tensor total = torch::tensor({passed_through});
+  torch::Tensor total = torch::tensor({passed_through, idle_experts});
   comm->all_reduce(total, workbook::ReduceOp::Sum);
-  REQUIRE(total.item<int64_t>() > 0);  // the cases above do drop whole tokens
+  // The cases above do drop whole tokens, and leave some expert without a row.
+  REQUIRE(total[0].item<int64_t>() > 0);
+  REQUIRE(total[1].item<int64_t>() > 0);
 }
 
 TEST_CASE("ex13.3 gradients reach every rank's tokens, the replicated weights and each expert on its owner",
