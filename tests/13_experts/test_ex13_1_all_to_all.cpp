@@ -76,18 +76,27 @@ TEST_CASE("ex13.1 runs of megabytes to every rank at once come through", "[ex13.
                  "a megabyte for every peer");
 }
 
-TEST_CASE("ex13.1 the all-to-all's cost: a message for every count and every run, the runs' bytes", "[ex13.1]") {
-  for (const int ranks : {1, 2, 3, 4, 8}) {
-    for (const int64_t bytes : {int64_t{0}, int64_t{4096}, int64_t{1} << 20}) {
-      const ch10::Cost cost = ch13::all_to_all_cost(bytes, ranks);
-      const double rounds = ranks - 1;
-      const double runs = rounds * static_cast<double>(bytes) / ranks;  // every run but the rank's own
-      INFO(ranks << " ranks, " << bytes << " bytes from each: " << cost.messages << " α's and " << cost.bytes
-                 << " bytes; the runs to the other ranks are " << runs
-                 << " bytes, and a rank's counts, 8 bytes or fewer each, are " << rounds << " more numbers");
-      CHECK(cost.messages == 2 * rounds);
-      CHECK(cost.bytes >= runs);
-      CHECK(cost.bytes <= runs + 8 * rounds);
-    }
+TEST_CASE("ex13.1 the cost is what the exchange sends: its messages and its bytes, counted", "[ex13.1][np3][np4]") {
+  auto comm = mpi_test::communicator();
+  const int ranks = comm->size();
+  for (const int64_t per_peer : {int64_t{0}, int64_t{1}, int64_t{1000}}) {  // float32 elements to each rank
+    const int64_t bytes = per_peer * 4 * ranks;
+    const std::vector<int64_t> counts(ranks, per_peer);
+    const torch::Tensor send = torch::ones({per_peer * ranks, 1});
+    const workbook::CommStats before = comm->stats();
+    ch13::all_to_all_from_pairs(send, counts, *comm);
+    const workbook::CommStats after = comm->stats();
+    const auto calls = [&](workbook::CommOp op) { return after.count(op) - before.count(op); };
+    // A message is a send, or an exchange's send; a receive costs its sender's message.
+    const double messages = calls(workbook::CommOp::Send) + calls(workbook::CommOp::Exchange);
+    const double sent = static_cast<double>(after.bytes_sent() - before.bytes_sent());
+    const ch10::Cost cost = ch13::all_to_all_cost(bytes, ranks);
+    INFO("rank " << comm->rank() << " of " << ranks << ", " << bytes << " bytes from each rank: all_to_all_cost says "
+                 << cost.messages << " messages and " << cost.bytes << " bytes; your all_to_all_from_pairs sent "
+                 << messages << " messages and " << sent << " bytes");
+    REQUIRE(mpi_test::all_ranks(cost.messages == messages && cost.bytes == sent));
   }
+  const ch10::Cost alone = ch13::all_to_all_cost(4096, 1);
+  INFO("one rank alone: all_to_all_cost says " << alone.messages << " messages and " << alone.bytes << " bytes");
+  REQUIRE((alone.messages == 0 && alone.bytes == 0));
 }
