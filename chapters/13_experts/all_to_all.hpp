@@ -39,9 +39,11 @@ Received all_to_all_from_pairs(const torch::Tensor& send, const std::vector<int6
 // ex13.1. What your all_to_all_from_pairs costs in Chapter 10's α–β model
 // (cost_model.hpp's Cost: the α's one after another on a rank's path, and the
 // bytes charged β), when every rank sends `bytes` rows' worth in all, bytes /
-// ranks to each rank, itself included: every message your code sends counts,
-// whatever it carries; a rank's run to itself is a copy, and costs nothing.
-// `workbook bench ch13` holds it against the measured time.
+// ranks to each rank, itself included: every message your code sends counts
+// (a send, or an exchange's send), whatever it carries, and every byte it
+// sends; a rank's run to itself is a copy, and costs nothing. The test holds
+// it to what your code sends, counted (CommStats); `workbook bench ch13`
+// holds it against the measured time.
 ch10::Cost all_to_all_cost(int64_t bytes, int ranks);
 
 }  // namespace ch13

@@ -5,6 +5,7 @@ prints).
 
     python3 tables.py models measured/bench_X_models.jsonl...          # ch13_bench --measure models --json
     python3 tables.py all_to_all WHERE=measured/bench_X.jsonl...       # ch13_bench --measure all_to_all --json
+    python3 tables.py kept measured/bench_X_kept.jsonl RING.jsonl      # ch13_bench --measure kept, and ch12_bench --measure memory
 """
 import json
 import sys
@@ -39,10 +40,23 @@ def all_to_all(labelled):
                   f"{row['vs_predicted']:.2f}× |")
 
 
+def kept(path, ring_path):
+    ring = {row["variant"]: row["kept_mib"] for row in rows(ring_path)}  # Chapter 12's, "cp=N"
+    print("| cp | positions a rank holds | planned (ex13.4) MiB | counted, the GPT alone MiB | planned / counted "
+          "| counted, Chapter 12's ring attention MiB | planned / ring |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for row in rows(path):
+        with_ring = ring.get(row["variant"])
+        print(f"| {row['cp']} | {1024 // row['cp']} | {row['planned_mib']:.2f} | {row['counted_mib']:.2f} | "
+              f"{row['vs_counted']:.3f}× | {with_ring:.2f} | {row['planned_mib'] / with_ring:.3f}× |")
+
+
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "models":
         models(sys.argv[2:])
     elif len(sys.argv) >= 3 and sys.argv[1] == "all_to_all":
         all_to_all(sys.argv[2:])
+    elif len(sys.argv) == 4 and sys.argv[1] == "kept":
+        kept(sys.argv[2], sys.argv[3])
     else:
         sys.exit(__doc__)

@@ -1,7 +1,7 @@
 // main_bench.cpp — ch13_bench: what experts cost and buy, and what their
 // exchange costs against the α–β model, measured in one run.
 //
-//   mpirun -n 2 ch13_bench --measure models|all_to_all [--steps 60] [--rounds 5] [--threads N] [--json FILE]
+//   mpirun -n 2 ch13_bench --measure models|all_to_all|kept [--steps 60] [--rounds 5] [--threads N] [--json FILE]
 //   workbook bench ch13 [--ranks N] [--nodes 2]
 //
 //   models      Chapter 11's GPT (4 blocks of 256, 4 heads) with 8 experts
@@ -16,12 +16,18 @@
 //               ex13.1's all_to_all_cost on the link Chapter 10's
 //               fit_shaped_link fits in the same run to exchanges between
 //               ring neighbours
+//   kept        the bytes one forward pass of Chapter 11's GPT (4 blocks of
+//               256) and its loss keep over T/cp = 1024/cp positions,
+//               counted from the tensors (tensor_bytes.hpp), against
+//               ex13.4's plan_axes, at cp = 1, 2, 4 (rank 0 alone)
 #include <fmt/format.h>
 
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "all_to_all.hpp"
 #include "moe_gpt.hpp"
+#include "plan_axes.hpp"
+#include "workbook/tensor_bytes.hpp"
 #include "workbook/program.hpp"
 #include "workbook/results.hpp"
 #include "workbook/statistics.hpp"
@@ -183,6 +189,40 @@ void measure_all_to_all(workbook::Program& program, workbook::Communicator& comm
   program.finish(result);
 }
 
+void measure_kept(workbook::Program& program, workbook::Communicator& comm) {
+  ch13::AxesWorkload workload;
+  workload.gpt.context = 1024;
+  workbook::JsonLines& json = program.json();
+  program.say("ch13_bench --measure kept: GPT ({} blocks of {}, {} heads), one sequence of {} positions split over cp "
+              "ranks; each rank's T/cp positions through workbook::Gpt and its loss, counted from the tensors",
+              workload.gpt.layers, workload.gpt.width, workload.gpt.heads, workload.gpt.context);
+  workbook::Table table({{"cp", 4}, {"positions", 9}, {"counted MiB", 11}, {"planned MiB", 11}, {"planned/counted", 15}});
+  program.say("{}", table.header());
+  nlohmann::json headline = {{"measure", "kept"}};
+  for (const int cp : {1, 2, 4}) {
+    workbook::GptOptions options = workload.gpt;
+    options.context = workload.gpt.context / cp;
+    torch::manual_seed(program.flags().seed);
+    workbook::Gpt gpt(options);
+    const torch::Tensor bytes = torch::randint(0, options.vocabulary, {1, options.context});
+    const int64_t before = workbook::tensor_bytes(torch::kCPU).current;
+    torch::Tensor loss = torch::nn::functional::cross_entropy(gpt->forward(bytes).flatten(0, 1), bytes.flatten());
+    const double counted = static_cast<double>(workbook::tensor_bytes(torch::kCPU).current - before) / (1 << 20);
+    loss.backward();
+    const double planned = static_cast<double>(ch13::plan_axes(workload, {cp, 1}).kept_bytes) / (1 << 20);
+    program.say("{}", table.row({fmt::format("{}", cp), fmt::format("{}", options.context),
+                                 fmt::format("{:.2f}", counted), fmt::format("{:.2f}", planned),
+                                 fmt::format("{:.3f}x", planned / counted)}));
+    json.write({{"type", "row"}, {"measure", "kept"}, {"variant", fmt::format("cp={}", cp)}, {"cp", cp},
+                {"ranks", comm.size()}, {"counted_mib", counted}, {"planned_mib", planned},
+                {"vs_counted", planned / counted}});
+    headline[fmt::format("cp={} counted_mib", cp)] = counted;
+  }
+  workbook::BenchResult result;
+  result.headline = headline;
+  program.finish(result);
+}
+
 int bench(workbook::Program& program) {
   std::string measure = "models";
   int64_t steps = 60;
@@ -190,7 +230,8 @@ int bench(workbook::Program& program) {
   double balance = 0.01;
   program.flags().batch = 4;
   CLI::App& cli = program.cli();
-  cli.add_option("--measure", measure, "models or all_to_all")->check(CLI::IsMember({"models", "all_to_all"}));
+  cli.add_option("--measure", measure, "models, all_to_all or kept")
+      ->check(CLI::IsMember({"models", "all_to_all", "kept"}));
   cli.add_option("--steps", steps, "training steps per model (models)")->check(CLI::Range(int64_t{3}, int64_t{100000}));
   cli.add_option("--rounds", rounds, "timed calls per size (all_to_all)")->check(CLI::PositiveNumber);
   cli.add_option("--balance", balance, "the balancing loss's weight (models)")->check(CLI::NonNegativeNumber);
@@ -198,7 +239,8 @@ int bench(workbook::Program& program) {
   if (measure == "models") ch13::MoeOptions{}.check(program.ranks());  // says when 8 experts do not split
   workbook::Communicator& comm = program.connect();
   if (measure == "models") compare_models(program, comm, steps, balance);
-  else measure_all_to_all(program, comm, rounds);
+  else if (measure == "all_to_all") measure_all_to_all(program, comm, rounds);
+  else measure_kept(program, comm);
   return 0;
 }
 
