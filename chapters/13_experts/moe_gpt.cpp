@@ -39,8 +39,8 @@ MoeGptImpl::MoeGptImpl(const MoeGptOptions& model, workbook::Communicator& comm)
     blocks.push_back(register_module("block" + std::to_string(i), MoeBlock(options, comm)));
   final_norm = register_module("final_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({options.gpt.width})));
   // GPT-2's initialisation, as workbook::Gpt's, but for the experts' stacked
-  // weights (expand_weight, ..., the only names with a '_'): they drew their own.
-  workbook::initialise_like_gpt2(*this, options.gpt.layers, "_");
+  // weights (ExpertMlp's expand_weight, ..., contract_bias): they drew their own.
+  workbook::initialise_like_gpt2(*this, options.gpt.layers, {"experts.expand_", "experts.contract_"});
 }
 
 torch::Tensor MoeGptImpl::forward(const torch::Tensor& bytes) {

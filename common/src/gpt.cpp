@@ -1,6 +1,7 @@
 // gpt.cpp — the small byte-level GPT of gpt.hpp.
 #include "workbook/gpt.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -88,7 +89,7 @@ GptImpl::GptImpl(const GptOptions& options_) : options(options_) {
   initialise_like_gpt2(*this, options.layers);
 }
 
-void initialise_like_gpt2(torch::nn::Module& model, int64_t layers, const std::string& keep) {
+void initialise_like_gpt2(torch::nn::Module& model, int64_t layers, const std::vector<std::string>& keep) {
   // GPT-2's initialisation: normal(0, 0.02) for the embeddings and every
   // linear weight, zero biases; the projections that add into the residual
   // stream scaled by 1/√(2·layers), so that the stream's variance does not
@@ -99,7 +100,8 @@ void initialise_like_gpt2(torch::nn::Module& model, int64_t layers, const std::s
     const std::string& name = named.key();
     torch::Tensor& p = named.value();
     if (name.find("norm") != std::string::npos) continue;  // LayerNorm keeps its ones and zeros
-    if (!keep.empty() && name.find(keep) != std::string::npos) continue;
+    const auto kept = [&](const std::string& part) { return name.find(part) != std::string::npos; };
+    if (std::any_of(keep.begin(), keep.end(), kept)) continue;
     if (name.size() >= 4 && name.compare(name.size() - 4, 4, "bias") == 0) {
       p.zero_();
     } else {

@@ -11,6 +11,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -61,8 +62,8 @@ TORCH_MODULE(GptBlock);
 // GPT-2's initialisation of `model`'s parameters, by name: LayerNorms as
 // they are, biases 0, weights normal(0, 0.02), the projections into the
 // residual stream ("projection.weight", "contract.weight") normal(0,
-// 0.02/√(2·layers)). Names containing `keep` (when not empty) are left as they are.
-void initialise_like_gpt2(torch::nn::Module& model, int64_t layers, const std::string& keep = "");
+// 0.02/√(2·layers)). Names containing any of `keep` are left as they are.
+void initialise_like_gpt2(torch::nn::Module& model, int64_t layers, const std::vector<std::string>& keep = {});
 
 class GptImpl : public torch::nn::Module {
  public:
