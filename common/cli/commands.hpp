@@ -19,6 +19,8 @@ int cmd_bench(const std::string& chapter, std::optional<int> ranks, std::optiona
               std::optional<int> part, const std::optional<std::string>& json,
               const std::vector<std::string>& extra_args);
 int cmd_cluster(const std::vector<std::string>& args);
+// `workbook grade ARGS...`: common/grade/grade.py (Note [the grader is Python]).
+int cmd_grade(const std::vector<std::string>& args);
 // Which sizes `workbook tour` runs: the default's (within 5 minutes on 2 cores,
 // whatever the number of chapters), --long's, --full's, or --smoke's (CI).
 enum class TourScale { Default, Long, Full, Smoke };

@@ -159,6 +159,13 @@ int main(int argc, char** argv) {
   cluster->prefix_command();  // every argument is hpc/cluster.sh's
   cluster->callback([&] { status = cmd_cluster(cluster->remaining()); });
 
+  auto* grade = app.add_subcommand(
+      "grade", "for instructors: a class's submissions built and tested, each in a sandbox, into a gradebook "
+               "(workbook grade --help)");
+  grade->prefix_command();  // every argument is the grader's, --help too
+  grade->set_help_flag();
+  grade->callback([&] { status = cmd_grade(grade->remaining()); });
+
   app.add_subcommand("info", "this build and this machine: LibTorch, CUDA, NCCL, MPI, cores, data")->callback([&] {
     status = cmd_info();
   });

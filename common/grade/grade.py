@@ -1,0 +1,369 @@
+"""grade.py: `workbook grade`, a class's submissions built and tested in sandboxes, into a gradebook.
+
+    workbook grade SUBMISSION... --chapters ch13[,ch12] [--out DIR] [--points FILE]
+                   [--earlier both|own] [--time S] [--memory GIB] [--jobs N]
+    workbook grade --check        whether this machine can grade (the sandbox starts)
+
+Per submission it writes DIR/NAME/results.json (Gradescope's format), and
+for the class DIR/gradebook.csv and DIR/summary.md. Student code runs only
+inside the sandbox (sandbox.py), built against the chapter's kit (kit.py).
+
+Note: [earlier exercises] A chapter's exercises build on each other: ex13.3's
+tests call ex13.2's router. Each exercise is first graded on the student's
+own files. With `--earlier both` (the default), an exercise that fails there
+is graded again with the reference's objects in place of the files of the
+exercises before it (never its own file's), and keeps the better result: a
+mistake in ex13.2 then costs ex13.2's points only. With `--earlier own` it
+costs every exercise that fails because of it.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import concurrent.futures
+import dataclasses
+import json
+import os
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gradebook  # noqa: E402
+import kit as kits  # noqa: E402
+from sandbox import GIB, NOBODY, Limits, Sandbox, unavailable  # noqa: E402
+from submissions import Submission, SubmissionError, name_of  # noqa: E402
+
+QUICK = "~[.]~[slow]~[timing]~[gpu]"  # what `workbook check` runs
+
+
+@dataclasses.dataclass
+class ExerciseResult:
+    exercise: str
+    title: str
+    points: float = 0.0
+    max_points: float = 0.0
+    passed: int = 0
+    total: int = 0
+    message: str = ""     # why not full marks: the first failure, or the bound hit; "" when full
+    seconds: float = 0.0  # its tests' wall time
+    rule: str = "own"     # "own", or "reference-earlier" (Note [earlier exercises])
+
+
+class Grader:
+    def __init__(self, source: Path, build: Path, workbook: Path, out: Path, limits: Limits, points: dict,
+                 earlier: str):
+        self.source, self.build, self.workbook, self.out = source, build, workbook, out
+        self.limits, self.points, self.earlier = limits, points, earlier
+        self.kits: dict[str, dict] = {}
+        self.libtorch = "unknown"
+        self.root: Path | None = None  # the fixture's tree instead of the workbook's (tests/grade)
+
+    # ---- the kit, and the reference graded as a student: the test names ----
+    def kit(self, chapter: str) -> dict:
+        if chapter not in self.kits:
+            path = kits.prepare(self.source, self.build, chapter, self.workbook, self.libtorch, self.root)
+            meta = json.loads((path / "kit.json").read_text())
+            meta["path"] = str(path)
+            meta["sees"] = meta["sees"] + [str(self.source / "data")] * (self.source / "data").is_dir()
+            self.kits[chapter] = meta
+            scratch = self.out / ".work" / "reference" / meta["chapter"]
+            reference = {f: Path(path) / "objects" / "reference" / (f + ".o") for f in meta["exercise_files"]}
+            binary, why = self._link(meta, scratch, reference, "test_reference")
+            if binary is None:
+                raise kits.KitError(f"the reference does not link in the kit: {why}")
+            meta["tests"] = {}
+            for e in meta["exercises"]:
+                records, reason, _ = self._run_tests(meta, scratch, binary, e["id"])
+                failed = [r["name"] for r in records.values() if not r["passed"]]
+                if reason or failed or not records:
+                    raise kits.KitError(f"the reference fails {e['id']}'s tests in the sandbox: "
+                                        f"{reason or (failed[:1] or ['no test ran'])[0]}")
+                meta["tests"][e["id"]] = sorted(records)
+        return self.kits[chapter]
+
+    def _sandbox(self, meta: dict, scratch: Path, rw: list[Path], cwd: Path) -> Sandbox:
+        return Sandbox("grade", self.limits, ro=[Path(meta["path"])] + [Path(p) for p in meta["sees"]] + [scratch],
+                       rw=rw, cwd=cwd)
+
+    def _link(self, meta: dict, scratch: Path, objects: dict[str, Path], name: str) -> tuple[Path | None, str]:
+        scratch.mkdir(parents=True, exist_ok=True)
+        _own(scratch)
+        output = scratch / name
+        argv = []
+        for a in meta["link"]:
+            if a == "@OBJECTS@":
+                argv += [str(objects[f]) for f in meta["exercise_files"]] + meta["given_objects"]
+            else:
+                argv.append(a.replace("@OUTPUT@", str(output)))
+        done = self._sandbox(meta, scratch, [scratch], scratch).run(argv)
+        if done.reason or done.exit_code != 0:
+            return None, done.reason or first_error(done.output)
+        return output, ""
+
+    def _run_tests(self, meta: dict, scratch: Path, binary: Path, exercise: str) -> tuple[dict, str, float]:
+        """{test name: {"passed", "message"}} merged over the rank counts, a bound hit ("" for none), seconds."""
+        results = scratch / "results"
+        results.mkdir(exist_ok=True)
+        _own(results)
+        records: dict[str, dict] = {}
+        started = time.monotonic()
+        ranks = meta["test_ranks"] or [0]
+        for i, n in enumerate(ranks):
+            filter_ = (f"[np{n}]" if i else "") + f"[{exercise}]" + QUICK
+            file = results / f"{exercise}-np{n}.json"
+            argv = [str(binary), filter_]
+            if n:
+                argv = ["mpiexec", "--oversubscribe", "-n", str(n)] + argv
+            env = {"WORKBOOK_RESULTS": str(file), "OMP_NUM_THREADS": "1", "OMPI_MCA_mpi_yield_when_idle": "1",
+                   "WORKBOOK_COMM_TIMEOUT": "10"}  # a rank left waiting by a peer's exception fails in 10 s, not 30
+            done = self._sandbox(meta, scratch, [results], scratch).run(argv, env)
+            try:
+                ran = json.loads(file.read_text()) if file.exists() else []
+            except (ValueError, OSError):
+                ran = []
+            for r in ran if isinstance(ran, list) else []:
+                if not isinstance(r, dict) or exercise not in r.get("tags", []):
+                    continue
+                name = str(r.get("name", ""))
+                message = failure_text(name, r.get("failure"))
+                before = records.get(name, {"passed": True, "message": ""})
+                passed = before["passed"] and bool(r.get("passed"))
+                records[name] = {"passed": passed, "message": before["message"] or
+                                 ("" if r.get("passed") else (message or "failed") + (f" (at {n} ranks)" if n else ""))}
+            if done.reason:
+                return records, done.reason + (f" (at {n} ranks)" if n else ""), time.monotonic() - started
+            if not ran and done.exit_code != 0:
+                return records, "the tests ended before writing their results: " + last_line(done.output), \
+                    time.monotonic() - started
+            # All or nothing: a test failed at this rank count decides; the next counts are not run.
+            if not self.points.get("partial") and any(not r["passed"] for r in records.values()):
+                break
+        return records, "", time.monotonic() - started
+
+    # ---- one submission, one chapter ----
+    def grade(self, submission: Submission, chapter: str) -> list[ExerciseResult]:
+        meta = self.kit(chapter)
+        folder = meta["folder"]
+        results = [ExerciseResult(e["id"], e["title"], max_points=self.points_of(e["id"])) for e in meta["exercises"]]
+        files = submission.files([f"{folder}/{f}" for f in meta["exercise_files"]])
+        if not files:
+            for r in results:
+                r.message = f"the submission has no chapters/{folder}/"
+            return results
+        scratch = self.out / ".work" / submission.name / meta["chapter"]
+        if scratch.exists():
+            shutil.rmtree(scratch)
+        (scratch / "chapter").mkdir(parents=True)
+        (scratch / "objects").mkdir()
+        for header in (Path(meta["path"]) / "chapter").iterdir():
+            shutil.copy2(header, scratch / "chapter" / header.name)
+        problems: dict[str, str] = {}  # exercise file -> why its skeleton is linked instead
+        own: dict[str, Path] = {}
+        for f in meta["exercise_files"]:
+            data = files.get(f"{folder}/{f}")
+            own[f] = Path(meta["path"]) / "objects" / "skeleton" / (f + ".o")
+            if data is None:
+                problems[f] = f"chapters/{folder}/{f} is not in the submission"
+                continue
+            (scratch / "chapter" / f).write_bytes(data)
+        _own(scratch)
+        for f in meta["exercise_files"]:
+            if f in problems:
+                continue
+            obj = scratch / "objects" / (f + ".o")
+            argv = [a.replace("@CHAPTER@", str(scratch / "chapter")).replace("@SOURCE@", str(scratch / "chapter" / f))
+                    .replace("@OBJECT@", str(obj)) for a in meta["compile"]]
+            done = self._sandbox(meta, scratch, [scratch / "objects"], scratch).run(argv)
+            if done.reason or done.exit_code != 0:
+                problems[f] = "does not compile: " + (done.reason or first_error(done.output))
+            else:
+                own[f] = obj
+        binary, why = self._link(meta, scratch, own, "test_own")
+        for r, e in zip(results, meta["exercises"]):
+            if e["file"] in problems:
+                r.message = problems[e["file"]]
+                r.total = len(meta["tests"][r.exercise])
+                continue
+            if binary is None:
+                r.message, r.total = "does not link: " + why, len(meta["tests"][r.exercise])
+                continue
+            self._score(meta, scratch, binary, r)
+            if r.points < r.max_points and self.earlier == "both":
+                self._again_with_reference_earlier(meta, scratch, own, problems, r)
+        for r in results:  # the student's own path to their file, not the grader's scratch folder
+            r.message = r.message.replace(str(scratch / "chapter"), f"chapters/{folder}")
+        return results
+
+    def _score(self, meta: dict, scratch: Path, binary: Path, r: ExerciseResult) -> None:
+        records, reason, seconds = self._run_tests(meta, scratch, binary, r.exercise)
+        expected = meta["tests"][r.exercise]
+        r.total = len(expected)
+        r.passed = 0 if reason else sum(1 for name in expected if records.get(name, {}).get("passed"))
+        r.seconds = seconds
+        partial = bool(self.points.get("partial", False))
+        r.points = r.max_points * (r.passed / r.total if partial else float(r.passed == r.total)) if r.total else 0.0
+        if reason:
+            r.message = reason
+        elif r.passed < r.total:
+            failing = [records[n]["message"] for n in expected if n in records and not records[n]["passed"]]
+            r.message = (failing or [f"{r.total - r.passed} of its tests did not run"])[0]
+        else:
+            r.message = ""
+
+    def _again_with_reference_earlier(self, meta, scratch, own, problems, r: ExerciseResult) -> None:
+        order = [e["id"] for e in meta["exercises"]]
+        mine = next(e["file"] for e in meta["exercises"] if e["id"] == r.exercise)
+        if mine in problems:
+            return
+        swapped = dict(own)
+        earlier_ids = []
+        for e in meta["exercises"]:
+            holds_later = any(x["file"] == e["file"] and order.index(x["id"]) >= order.index(r.exercise)
+                              for x in meta["exercises"])
+            if order.index(e["id"]) < order.index(r.exercise) and not holds_later:
+                swapped[e["file"]] = Path(meta["path"]) / "objects" / "reference" / (e["file"] + ".o")
+                earlier_ids.append(e["id"])
+        if not earlier_ids:
+            return
+        binary, _ = self._link(meta, scratch, swapped, f"test_{r.exercise}")
+        if binary is None:
+            return
+        again = dataclasses.replace(r)
+        self._score(meta, scratch, binary, again)
+        if again.points > r.points:
+            again.rule = "reference-earlier"
+            again.message = f"passes only with the reference's {', '.join(earlier_ids)} linked"
+            for field in dataclasses.fields(r):
+                setattr(r, field.name, getattr(again, field.name))
+
+    def points_of(self, exercise: str) -> float:
+        return float(self.points.get("points", {}).get(exercise, self.points.get("default", 10)))
+
+
+def _own(path: Path) -> None:
+    """Scratch folders belong to the sandbox's user (nobody) when the grader is root."""
+    if os.geteuid() == 0:
+        os.chown(path, NOBODY, NOBODY)
+        for p in path.rglob("*"):
+            if not p.is_symlink():
+                os.chown(p, NOBODY, NOBODY)
+
+
+def failure_text(test: str, failure) -> str:
+    """A failed test as `workbook check` shows it, on one line: the test, the check and its values, the
+    message, and the innermost INFO (which case of a loop)."""
+    if not isinstance(failure, dict):
+        return f"{test}: failed"
+    parts = []
+    expression = str(failure.get("expression") or "")
+    if expression and not expression.startswith("{"):
+        expanded = str(failure.get("expanded") or "")
+        parts.append(expression + (f" with {expanded}" if expanded and expanded != expression else ""))
+    if failure.get("message"):
+        parts.append(str(failure["message"]))
+    infos = failure.get("infos") or []
+    if isinstance(infos, list) and infos:
+        parts.append(str(infos[-1]))
+    return (f"{test}: " + "; ".join(parts or ["failed"])).replace("\n", " ")[:400]
+
+
+def first_error(output: str) -> str:
+    for line in output.splitlines():
+        if "error:" in line or "error " in line.lower():
+            return line.strip()[:300]
+    return last_line(output)
+
+
+def last_line(output: str) -> str:
+    lines = [l for l in output.strip().splitlines() if l.strip()]
+    return lines[-1].strip()[:300] if lines else "(nothing printed)"
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="workbook grade", description=__doc__.split("\n")[0])
+    p.add_argument("--source", type=Path, required=True, help=argparse.SUPPRESS)
+    p.add_argument("--build", type=Path, required=True, help=argparse.SUPPRESS)
+    p.add_argument("--workbook", type=Path, required=True, help=argparse.SUPPRESS)
+    p.add_argument("--libtorch", default="unknown", help=argparse.SUPPRESS)
+    p.add_argument("--root", type=Path, help=argparse.SUPPRESS)  # tests/grade/fixture: its chapters/ and solutions/
+    p.add_argument("submissions", nargs="*", type=Path, help="folders, tarballs, git repositories or bundles")
+    p.add_argument("--chapters", default="", help="chapters to grade, comma-separated: ch12,ch13")
+    p.add_argument("--out", type=Path, help="where the gradebook goes (default build/<preset>/grade)")
+    p.add_argument("--points", type=Path, help="the grading file (JSON; default: 10 points an exercise, all or none)")
+    p.add_argument("--earlier", choices=("both", "own"), default=None, help="Note [earlier exercises] (default both)")
+    p.add_argument("--time", type=float, default=300, help="seconds each sandboxed command may run (default 300)")
+    p.add_argument("--memory", type=float, default=4, help="GiB a sandboxed command may use (default 4)")
+    p.add_argument("--processes", type=int, default=256, help="processes and threads (default 256)")
+    p.add_argument("--output-mib", type=float, default=8, help="MiB a sandboxed command may print (default 8)")
+    p.add_argument("--jobs", type=int, default=1, help="submissions graded at once (default 1)")
+    p.add_argument("--check", action="store_true", help="only say whether this machine can grade")
+    args = p.parse_args(argv)
+    why = unavailable()
+    if why:
+        print(f"workbook grade: no sandbox can start on this machine: {why}. Grading runs students' code only "
+              f"inside one (README.md, \"Grading a class\").", file=sys.stderr)
+        return 2
+    if args.check:
+        print("workbook grade: the sandbox starts here" + ("" if os.geteuid() == 0 else
+              " (not root: memory and processes are bounded per process by prlimit, not by a cgroup)"))
+        return 0
+    if not args.submissions or not args.chapters:
+        p.error("give submissions and --chapters")
+    points = {"default": 10, "partial": False, "earlier": "both", "points": {}}
+    if args.points:
+        try:
+            points.update(json.loads(args.points.read_text()))
+        except (OSError, ValueError) as e:
+            print(f"workbook grade: {args.points}: {e}", file=sys.stderr)
+            return 2
+    earlier = args.earlier or points.get("earlier", "both")
+    limits = Limits(wall_s=args.time, cpu_s=int(args.time), memory_bytes=int(args.memory * GIB),
+                    pids=args.processes, output_bytes=int(args.output_mib * (1 << 20)))
+    out = (args.out or args.build / "grade").resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    grader = Grader(args.source.resolve(), args.build.resolve(), args.workbook, out, limits, points, earlier)
+    grader.libtorch = args.libtorch
+    grader.root = args.root.resolve() if args.root else None
+    chapters = [c.strip() for c in args.chapters.split(",") if c.strip()]
+    started = time.monotonic()
+    try:
+        for chapter in chapters:
+            grader.kit(chapter)
+    except kits.KitError as e:
+        print(f"workbook grade: {e}", file=sys.stderr)
+        return 2
+    kit_s = time.monotonic() - started
+
+    lock, taken = threading.Lock(), collections.Counter()
+
+    def one(path: Path) -> gradebook.Graded:
+        t0 = time.monotonic()
+        with lock:  # two submissions of one name (alice/ and alice.tar.gz) are kept apart
+            name = name_of(path)
+            taken[name] += 1
+            name += f"-{taken[name]}" if taken[name] > 1 else ""
+        graded = gradebook.Graded(name=name, chapters={})
+        try:
+            submission = Submission(path)
+            submission.name = name
+            for chapter in chapters:
+                graded.chapters[grader.kits[chapter]["chapter"]] = grader.grade(submission, chapter)
+        except SubmissionError as e:
+            graded.error = str(e)
+        graded.seconds = time.monotonic() - t0
+        print(f"graded {graded.name}: {graded.summary_line()} in {graded.seconds:.0f} s", flush=True)
+        return graded
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        graded = list(pool.map(one, args.submissions))
+    gradebook.write(out, graded, grader.kits, chapters, earlier, limits, kit_s)
+    print(f"workbook grade: {len(graded)} submission(s) in {time.monotonic() - started:.0f} s "
+          f"(the kits {kit_s:.0f} s); the gradebook is {out / 'gradebook.csv'}, the summary {out / 'summary.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

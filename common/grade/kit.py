@@ -1,0 +1,214 @@
+"""kit.py: a chapter's grading kit, made from the instructor's own build (trusted, outside any sandbox).
+
+Note: [the grading kit] A submission compiles its exercise files only, so
+everything else is made once per chapter, into build/<preset>/grade-kit/chNN:
+  chapter/      the chapter's headers, as the student has them (the skeleton's)
+  uses/UU/      the headers of the chapters it uses (their libraries are linked)
+  objects/      the chapter's given files compiled; each exercise file compiled
+                as the skeleton (what a file not submitted, or not compiling,
+                links as) and as the reference (an earlier exercise's, for the
+                rule in Note [earlier exercises] of grade.py)
+  link/         the test binary's other inputs: the tests' objects, the common
+                library, the used chapters' reference libraries, the runners
+  kit.json      the compile command of an exercise file and the link command,
+                as templates; each exercise's tests and rank counts; the commit
+A sandbox sees this folder, LibTorch (.venv), common/include and the build's
+generated headers and precompiled header: never solutions/ nor the build's
+other files. The commands are the build's own (compile_commands.json, and
+`ninja -t commands` for the link), so a submission is compiled exactly as
+`workbook check` compiles it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+
+class KitError(Exception):
+    """The kit cannot be made: one line for the instructor."""
+
+
+def load_manifest(root: Path, chapter: str) -> dict:
+    """chapter: "ch13", "13" or "13_experts", under root/chapters."""
+    number = re.sub(r"^ch", "", chapter)[:2]
+    for manifest in sorted((root / "chapters").glob("*/chapter.json")):
+        if manifest.parent.name[:2] == number.zfill(2):
+            data = json.loads(manifest.read_text())
+            data["folder"] = manifest.parent.name
+            return data
+    raise KitError(f"no chapter {chapter} in {root / 'chapters'} (give chNN, e.g. ch13)")
+
+
+def _used_folders(root: Path, manifest: dict) -> list[str]:
+    """The chapters it uses, and theirs, in order (their headers are on the include path)."""
+    seen: list[str] = []
+    todo = list(manifest.get("uses", []))
+    while todo:
+        folder = todo.pop(0)
+        if folder not in seen:
+            seen.append(folder)
+            used = json.loads((root / "chapters" / folder / "chapter.json").read_text()).get("uses", [])
+            todo += used
+    return seen
+
+
+def _run(argv: list[str], cwd: Path, what: str) -> str:
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise KitError(f"{what} failed:\n{(done.stdout + done.stderr).strip()[-2000:]}")
+    return done.stdout
+
+
+def prepare(source: Path, build: Path, chapter: str, workbook: Path, libtorch: str, root: Path | None = None) -> Path:
+    """root: where chapters/ and solutions/ are; the workbook's own (source) unless the grader's fixture
+    chapter (tests/grade/fixture) is graded."""
+    root = root or source
+    manifest = load_manifest(root, chapter)
+    folder, cid = manifest["folder"], manifest["id"]
+    uses = _used_folders(root, manifest)
+    # The instructor's chapters/ must hold the skeletons: a student's headers are those.
+    stale = []
+    if root == source:
+        stale = [line.split()[-1] for line in _run([str(workbook), "dev", "sync", "--dry-run"], source,
+                                                    "workbook dev sync --dry-run").splitlines()
+                 if line.startswith("would write")]
+        stale = [s for s in stale if any(s.startswith(f"chapters/{f}/") for f in [folder, *uses])]
+    if stale:
+        raise KitError(f"{stale[0]} is not its skeleton: grade from a clean checkout of the workbook "
+                       f"(a fresh clone, or `workbook dev sync` after saving your work)")
+    _run(["cmake", "--build", str(build), "--target", f"test_{cid}_student"], source,
+         f"building test_{cid}_student (the skeleton and the tests' objects)")
+
+    kit = build / "grade-kit" / cid
+    if kit.exists():
+        shutil.rmtree(kit)
+    for sub in ("chapter", "objects/skeleton", "objects/reference", "objects/given", "link"):
+        (kit / sub).mkdir(parents=True)
+    for header in sorted((root / "chapters" / folder).glob("*.hpp")):
+        shutil.copy2(header, kit / "chapter" / header.name)
+    for used in uses:
+        (kit / "uses" / used).mkdir(parents=True)
+        for header in sorted((root / "chapters" / used).glob("*.hpp")):
+            shutil.copy2(header, kit / "uses" / used / header.name)
+
+    exercise_files = []
+    for e in manifest["exercises"]:
+        if e["file"] not in exercise_files:
+            exercise_files.append(e["file"])
+
+    # The compile command of an exercise file, from the build's own.
+    commands = {Path(e["file"]).resolve(): e for e in json.loads((build / "compile_commands.json").read_text())}
+    chapter_dir = (root / "chapters" / folder).resolve()
+
+    def template(file: str) -> list[str]:
+        entry = commands.get(chapter_dir / file)
+        if entry is None:
+            raise KitError(f"compile_commands.json has no command for chapters/{folder}/{file}: configure again")
+        argv = shlex.split(entry["command"])
+        out = []
+        i = 0
+        while i < len(argv):
+            a = argv[i]
+            if a == f"-I{chapter_dir}":
+                out.append("-I@CHAPTER@")
+            elif a.startswith("-I") and Path(a[2:]).parent == (root / "solutions").resolve():
+                out.append(f"-I{kit / 'uses' / Path(a[2:]).name}")
+            elif a == "-o":
+                out += ["-o", "@OBJECT@"]
+                i += 1
+            elif a == "-c":
+                out += ["-c", "@SOURCE@"]
+                i += 1
+            elif a in ("-MD", "-MMD"):
+                pass
+            elif a in ("-MT", "-MF"):
+                i += 1
+            else:
+                out.append(a)
+            i += 1
+        return out
+
+    def built_object(file: str) -> Path:  # where the build put the skeleton's object of a chapter file
+        entry = commands[chapter_dir / file]
+        argv = shlex.split(entry["command"])
+        return Path(entry["directory"]) / argv[argv.index("-o") + 1]
+
+    compile_template = template(exercise_files[0])
+    for file in exercise_files:
+        shutil.copy2(built_object(file), kit / "objects" / "skeleton" / (file + ".o"))
+        argv = [a.replace("@CHAPTER@", str(kit / "chapter")).replace("@SOURCE@", str(root / "solutions" / folder / file))
+                .replace("@OBJECT@", str(kit / "objects" / "reference" / (file + ".o"))) for a in template(file)]
+        _run(argv, build, f"compiling the reference's {file}")
+    given = []
+    for cpp in sorted((root / "chapters" / folder).glob("*.cpp")):
+        if cpp.name.startswith("main_") or cpp.name in exercise_files:
+            continue
+        shutil.copy2(built_object(cpp.name), kit / "objects" / "given" / (cpp.name + ".o"))
+        given.append(str(kit / "objects" / "given" / (cpp.name + ".o")))
+
+    # The link command of the student's test binary, its inputs copied into the kit.
+    link_line = _run(["ninja", "-C", str(build), "-t", "commands", f"test_{cid}_student"], source,
+                     "ninja -t commands").strip().splitlines()[-1]
+    link_line = re.sub(r"^:\s*&&\s*", "", link_line)
+    link_line = re.sub(r"\s*&&\s*:\s*$", "", link_line)
+    link = []
+    argv = shlex.split(link_line)
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        candidate = (build / a) if not os.path.isabs(a) else Path(a)
+        if a == "-o":
+            link += ["-o", "@OUTPUT@"]
+            i += 2
+            continue
+        if a.endswith(f"lib{cid}_student.a"):
+            link.append("@OBJECTS@")
+        elif candidate.is_file() and build.resolve() in candidate.resolve().parents:
+            copy = kit / "link" / f"{len(link):03d}_{candidate.name}"
+            shutil.copy2(candidate, copy)
+            link.append(str(copy))
+        else:
+            link.append(a)
+        i += 1
+
+    meta = {
+        "chapter": cid, "folder": folder, "title": manifest.get("title", ""),
+        "exercises": [{"id": e["id"], "title": e["title"], "file": e["file"]} for e in manifest["exercises"]],
+        "exercise_files": exercise_files,
+        "test_ranks": manifest.get("test_ranks", []),
+        "compile": compile_template, "link": link, "given_objects": given,
+        "commit": _run(["git", "rev-parse", "HEAD"], source, "git rev-parse").strip(),
+        "libtorch": libtorch,
+        # What a sandbox must see, read-only, besides the kit itself.
+        "sees": sorted({str(p) for p in _seen_paths(source, build, compile_template + link)}),
+    }
+    (kit / "kit.json").write_text(json.dumps(meta, indent=1))
+    return kit
+
+
+def _seen_paths(source: Path, build: Path, argv: list[str]) -> set[Path]:
+    """The paths outside /usr the compile and link commands name: .venv's LibTorch, common/include, the
+    generated headers and the precompiled header (a folder each)."""
+    paths: set[Path] = set()
+    source, build = source.resolve(), build.resolve()
+    for a in argv:
+        for piece in re.split(r"[=,]", a):
+            for prefix in ("-I", "-isystem", "-L", ""):
+                if piece.startswith(prefix) and piece[len(prefix):].startswith("/"):
+                    p = Path(piece[len(prefix):])
+                    if str(p).startswith("/usr") or "@" in str(p) or "grade-kit" in str(p):
+                        continue
+                    if p == build / "generated" or (source / "common" / "include") == p:
+                        paths.add(p)
+                    elif (source / ".venv") in p.parents or p == source / ".venv":
+                        paths.add(source / ".venv")
+                    elif build in p.parents and p.suffix in (".pch", ".hxx"):
+                        paths.add(p.parent)
+                    elif source not in p.parents and p.exists():
+                        paths.add(p if p.is_dir() else p.parent)
+    return paths
