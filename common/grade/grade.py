@@ -19,37 +19,28 @@ costs every exercise that fails because of it.
 from __future__ import annotations
 
 import argparse
+import atexit
 import collections
 import concurrent.futures
 import dataclasses
 import json
 import os
 import shutil
+import signal
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gradebook  # noqa: E402
+from gradebook import ExerciseResult  # noqa: E402
 import kit as kits  # noqa: E402
 from sandbox import GIB, NOBODY, Limits, Sandbox, unavailable  # noqa: E402
 from submissions import Submission, SubmissionError, name_of  # noqa: E402
 
 QUICK = "~[.]~[slow]~[timing]~[gpu]"  # what `workbook check` runs
-
-
-@dataclasses.dataclass
-class ExerciseResult:
-    exercise: str
-    title: str
-    points: float = 0.0
-    max_points: float = 0.0
-    passed: int = 0
-    total: int = 0
-    message: str = ""     # why not full marks: the first failure, or the bound hit; "" when full
-    seconds: float = 0.0  # its tests' wall time
-    rule: str = "own"     # "own", or "reference-earlier" (Note [earlier exercises])
 
 
 class Grader:
@@ -58,18 +49,46 @@ class Grader:
         self.source, self.build, self.workbook, self.out = source, build, workbook, out
         self.limits, self.points, self.earlier = limits, points, earlier
         self.kits: dict[str, dict] = {}
+        # Note: [scratch under /tmp] Each submission's files and build are in a folder of
+        # its own under one made here, in /tmp, that the sandbox's user (nobody) can reach
+        # wherever --out is (a folder in a home of mode 700 is not reachable by it).
+        self.scratch = Path(tempfile.mkdtemp(prefix="workbook-grade-"))
+        os.chmod(self.scratch, 0o711)
+        atexit.register(shutil.rmtree, self.scratch, ignore_errors=True)  # SIGTERM too: main()
         self.libtorch = "unknown"
         self.root: Path | None = None  # the fixture's tree instead of the workbook's (tests/grade)
 
     # ---- the kit, and the reference graded as a student: the test names ----
-    def kit(self, chapter: str) -> dict:
+    def kit(self, chapter: str, remake: bool = False, ready: bool = False) -> dict:
+        """remake: made again even when its stamp is current (--prepare); ready: never made here, only
+        reused (the tasks of an array job, which run at once: --kits-ready)."""
         if chapter not in self.kits:
+            cid = kits.load_manifest(self.root or self.source, chapter)["id"]
+            path = self.build / "grade-kit" / cid
+            stamp = kits.stamp(self.source, self.build, self.root)
+            try:
+                meta = json.loads((path / "kit.json").read_text())
+            except (OSError, ValueError):
+                meta = {}
+            reusable = meta.get("stamp") == stamp and "tests" in meta
+            if ready and not reusable:
+                raise kits.KitError(f"the kit of {cid} is {'stale' if meta else 'not made'}: run `workbook grade "
+                                    f"--prepare --chapters {cid}` first (and nothing in the checkout changed since)")
+            if reusable and not remake:
+                meta["path"] = str(path)
+                self.kits[chapter] = meta
+                return meta
             path = kits.prepare(self.source, self.build, chapter, self.workbook, self.libtorch, self.root)
             meta = json.loads((path / "kit.json").read_text())
             meta["path"] = str(path)
             meta["sees"] = meta["sees"] + [str(self.source / "data")] * (self.source / "data").is_dir()
             self.kits[chapter] = meta
-            scratch = self.out / ".work" / "reference" / meta["chapter"]
+            for seen in [path] + [Path(p) for p in meta["sees"]]:
+                closed = unreachable(seen)
+                if closed:
+                    raise kits.KitError(f"the sandbox runs as nobody, who cannot reach {seen}: {closed} lets no "
+                                        f"one else through (chmod o+x {closed}, or keep the workbook elsewhere)")
+            scratch = self.scratch / "reference" / meta["chapter"]
             reference = {f: Path(path) / "objects" / "reference" / (f + ".o") for f in meta["exercise_files"]}
             binary, why = self._link(meta, scratch, reference, "test_reference")
             if binary is None:
@@ -82,6 +101,7 @@ class Grader:
                     raise kits.KitError(f"the reference fails {e['id']}'s tests in the sandbox: "
                                         f"{reason or (failed[:1] or ['no test ran'])[0]}")
                 meta["tests"][e["id"]] = sorted(records)
+            (path / "kit.json").write_text(json.dumps({k: v for k, v in meta.items() if k != "path"}, indent=1))
         return self.kits[chapter]
 
     def _sandbox(self, meta: dict, scratch: Path, rw: list[Path], cwd: Path) -> Sandbox:
@@ -153,7 +173,7 @@ class Grader:
             for r in results:
                 r.message = f"the submission has no chapters/{folder}/"
             return results
-        scratch = self.out / ".work" / submission.name / meta["chapter"]
+        scratch = self.scratch / submission.name / meta["chapter"]
         if scratch.exists():
             shutil.rmtree(scratch)
         (scratch / "chapter").mkdir(parents=True)
@@ -243,6 +263,17 @@ class Grader:
         return float(self.points.get("points", {}).get(exercise, self.points.get("default", 10)))
 
 
+def unreachable(path: Path) -> Path | None:
+    """The first folder above `path` that the sandbox's user cannot pass through (root only), or None."""
+    if os.geteuid() != 0:
+        return None
+    for folder in reversed(path.resolve().parents):
+        st = folder.stat()
+        if not st.st_mode & 0o001 and st.st_uid != NOBODY:
+            return folder
+    return None
+
+
 def _own(path: Path) -> None:
     """Scratch folders belong to the sandbox's user (nobody) when the grader is root."""
     if os.geteuid() == 0:
@@ -300,7 +331,15 @@ def main(argv: list[str]) -> int:
     p.add_argument("--output-mib", type=float, default=8, help="MiB a sandboxed command may print (default 8)")
     p.add_argument("--jobs", type=int, default=1, help="submissions graded at once (default 1)")
     p.add_argument("--check", action="store_true", help="only say whether this machine can grade")
+    p.add_argument("--prepare", action="store_true",
+                   help="make the chapters' kits (and grade the reference with them), even when current")
+    p.add_argument("--kits-ready", action="store_true",
+                   help="use the kits --prepare made; never make one (the tasks of an array job)")
+    p.add_argument("--merge", type=Path, nargs="+", metavar="DIR",
+                   help="merge the results.json files under these folders into one gradebook (after an array job)")
     args = p.parse_args(argv)
+    # A job cancelled (SIGTERM) ends as an exit does: the scratch folder is removed, the sandboxes with it.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     why = unavailable()
     if why:
         print(f"workbook grade: no sandbox can start on this machine: {why}. Grading runs students' code only "
@@ -310,8 +349,10 @@ def main(argv: list[str]) -> int:
         print("workbook grade: the sandbox starts here" + ("" if os.geteuid() == 0 else
               " (not root: memory and processes are bounded per process by prlimit, not by a cgroup)"))
         return 0
-    if not args.submissions or not args.chapters:
-        p.error("give submissions and --chapters")
+    if args.merge:
+        return merge(args.merge, (args.out or args.build / "grade").resolve())
+    if not args.chapters or not (args.submissions or args.prepare):
+        p.error("give --chapters, and submissions (or --prepare)")
     points = {"default": 10, "partial": False, "earlier": "both", "points": {}}
     if args.points:
         try:
@@ -331,11 +372,15 @@ def main(argv: list[str]) -> int:
     started = time.monotonic()
     try:
         for chapter in chapters:
-            grader.kit(chapter)
+            grader.kit(chapter, remake=args.prepare, ready=args.kits_ready)
     except kits.KitError as e:
         print(f"workbook grade: {e}", file=sys.stderr)
         return 2
     kit_s = time.monotonic() - started
+    if args.prepare and not args.submissions:
+        print(f"workbook grade: the kits of {', '.join(chapters)} are ready in {grader.build / 'grade-kit'} "
+              f"({kit_s:.0f} s); the reference got full marks with each")
+        return 0
 
     lock, taken = threading.Lock(), collections.Counter()
 
@@ -359,9 +404,43 @@ def main(argv: list[str]) -> int:
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         graded = list(pool.map(one, args.submissions))
-    gradebook.write(out, graded, grader.kits, chapters, earlier, limits, kit_s)
+    any_kit = next(iter(grader.kits.values()))
+    context = {"commit": any_kit["commit"], "libtorch": any_kit["libtorch"], "earlier": earlier,
+               "limits": dataclasses.asdict(limits), "kit_s": round(kit_s, 1), "chapters": chapters}
+    gradebook.write(out, graded, context)
     print(f"workbook grade: {len(graded)} submission(s) in {time.monotonic() - started:.0f} s "
           f"(the kits {kit_s:.0f} s); the gradebook is {out / 'gradebook.csv'}, the summary {out / 'summary.md'}")
+    return 0
+
+
+def merge(folders: list[Path], out: Path) -> int:
+    """The gradebook of a class graded in pieces (an array job's tasks, each with its own --out)."""
+    graded, contexts = [], []
+    for folder in folders:
+        for path in sorted(folder.glob("**/results.json")):
+            if out in path.parents and path.parent.parent == out:
+                continue  # a gradebook already merged into `out`
+            g, context = gradebook.read_results(path)
+            graded.append(g)
+            contexts.append(context)
+    if not graded:
+        print(f"workbook grade --merge: no results.json under {', '.join(map(str, folders))}", file=sys.stderr)
+        return 2
+    commits = {c.get("commit") for c in contexts}
+    if len(commits) > 1:
+        print(f"workbook grade --merge: the pieces were graded against different checkouts ({', '.join(commits)})",
+              file=sys.stderr)
+        return 2
+    names = collections.Counter(g.name for g in graded)
+    if any(n > 1 for n in names.values()):
+        print(f"workbook grade --merge: {', '.join(n for n, k in names.items() if k > 1)} graded more than once",
+              file=sys.stderr)
+        return 2
+    out.mkdir(parents=True, exist_ok=True)
+    context = dict(contexts[0])
+    context["kit_s"] = max(c.get("kit_s", 0) for c in contexts)
+    gradebook.write(out, sorted(graded, key=lambda g: g.name), context)
+    print(f"workbook grade --merge: {len(graded)} submission(s) into {out / 'gradebook.csv'} and {out / 'summary.md'}")
     return 0
 
 

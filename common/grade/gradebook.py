@@ -11,6 +11,19 @@ from pathlib import Path
 
 
 @dataclasses.dataclass
+class ExerciseResult:
+    exercise: str
+    title: str
+    points: float = 0.0
+    max_points: float = 0.0
+    passed: int = 0
+    total: int = 0
+    message: str = ""     # why not full marks: the first failure, or the bound hit; "" when full
+    seconds: float = 0.0  # its tests' wall time
+    rule: str = "own"     # "own", or "reference-earlier" (Note [earlier exercises] in grade.py)
+
+
+@dataclasses.dataclass
 class Graded:
     name: str
     chapters: dict  # chapter id -> [ExerciseResult]
@@ -32,8 +45,8 @@ def _number(value: float) -> float | int:
     return int(value) if float(value).is_integer() else round(value, 3)
 
 
-def results_json(graded: Graded, kits: dict, chapters: list[str], earlier: str, limits) -> dict:
-    meta = {k["chapter"]: k for k in kits.values()}
+def results_json(graded: Graded, context: dict) -> dict:
+    """context: "commit", "libtorch", "earlier", "limits" (what the whole grading shared)."""
     tests = []
     for cid, results in graded.chapters.items():
         for r in results:
@@ -43,31 +56,45 @@ def results_json(graded: Graded, kits: dict, chapters: list[str], earlier: str, 
                 output += "\n(graded with the reference's earlier exercises linked: Note [earlier exercises])"
             tests.append({"name": f"{r.exercise} {r.title}", "number": r.exercise, "score": _number(r.points),
                           "max_score": _number(r.max_points), "output": output, "visibility": "visible",
-                          "extra_data": {"passed": r.passed, "total": r.total, "seconds": round(r.seconds, 2),
-                                         "rule": r.rule}})
+                          "extra_data": {"chapter": cid, "passed": r.passed, "total": r.total,
+                                         "seconds": round(r.seconds, 2), "rule": r.rule, "message": r.message,
+                                         "title": r.title}})
     got, of = graded.score()
-    any_kit = next(iter(kits.values()), {})
     return {
         "score": _number(got),
         "execution_time": round(graded.seconds),
-        "output": graded.error or f"{got:g} of {of:g} points; graded against the workbook at "
-                                  f"{any_kit.get('commit', '?')[:12]}, LibTorch {any_kit.get('libtorch', '?')}",
+        "output": ("not graded: " + graded.error) if graded.error else
+                  f"{got:g} of {of:g} points; graded against the workbook at {context['commit'][:12]}, "
+                  f"LibTorch {context['libtorch']}",
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "tests": tests,
         "leaderboard": [{"name": "points", "value": _number(got)}],
-        "extra_data": {"submission": graded.name, "chapters": chapters, "earlier": earlier,
-                       "reference_commit": any_kit.get("commit"), "libtorch": any_kit.get("libtorch"),
-                       "limits": dataclasses.asdict(limits), "kits": {c: m.get("commit") for c, m in meta.items()}},
+        "extra_data": {"submission": graded.name, "error": graded.error, "seconds": round(graded.seconds, 2),
+                       **context},
     }
 
 
-def write(out: Path, graded: list[Graded], kits: dict, chapters: list[str], earlier: str, limits,
-          kit_s: float) -> None:
+def read_results(path: Path) -> tuple[Graded, dict]:
+    """A results.json written above, back (`workbook grade --merge`)."""
+    data = json.loads(path.read_text())
+    extra = data["extra_data"]
+    graded = Graded(name=extra["submission"], chapters={}, error=extra.get("error", ""),
+                    seconds=float(extra.get("seconds", 0)))
+    for t in data["tests"]:
+        e = t["extra_data"]
+        graded.chapters.setdefault(e["chapter"], []).append(ExerciseResult(
+            t["number"], e["title"], float(t["score"]), float(t["max_score"]), int(e["passed"]), int(e["total"]),
+            e["message"], float(e["seconds"]), e["rule"]))
+    context = {k: extra[k] for k in ("commit", "libtorch", "earlier", "limits", "kit_s") if k in extra}
+    return graded, context
+
+
+def write(out: Path, graded: list[Graded], context: dict) -> None:
     for g in graded:
         folder = out / g.name
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "results.json").write_text(json.dumps(results_json(g, kits, chapters, earlier, limits), indent=1))
+        (folder / "results.json").write_text(json.dumps(results_json(g, context), indent=1))
     with open(out / "gradebook.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["submission", "chapter", "exercise", "points", "max_points", "tests_passed", "tests_total",
@@ -79,7 +106,7 @@ def write(out: Path, graded: list[Graded], kits: dict, chapters: list[str], earl
                 for r in results:
                     w.writerow([g.name, cid, r.exercise, _number(r.points), _number(r.max_points), r.passed, r.total,
                                 round(r.seconds, 1), r.rule, r.message])
-    (out / "summary.md").write_text(summary(graded, kits, earlier, kit_s))
+    (out / "summary.md").write_text(summary(graded, context))
 
 
 def _common_form(message: str) -> str:
@@ -88,13 +115,11 @@ def _common_form(message: str) -> str:
     return re.sub(r"(?<![\w.])-?\d+(\.\d+)?(e-?\d+)?", "N", message)[:120]
 
 
-def summary(graded: list[Graded], kits: dict, earlier: str, kit_s: float) -> str:
+def summary(graded: list[Graded], context: dict) -> str:
     lines = [f"# The class: {len(graded)} submission(s)", ""]
-    any_kit = next(iter(kits.values()), {})
-    lines += [f"Graded against the workbook at {any_kit.get('commit', '?')[:12]}, LibTorch "
-              f"{any_kit.get('libtorch', '?')}; earlier exercises: `{earlier}` (Note [earlier exercises]); "
-              f"the kits took {kit_s:.0f} s, the submissions "
-              f"{sum(g.seconds for g in graded):.0f} s in all.", ""]
+    lines += [f"Graded against the workbook at {context['commit'][:12]}, LibTorch {context['libtorch']}; "
+              f"earlier exercises: `{context['earlier']}` (Note [earlier exercises]); the kits took "
+              f"{context.get('kit_s', 0):.0f} s, the submissions {sum(g.seconds for g in graded):.0f} s in all.", ""]
     not_graded = [g for g in graded if g.error]
     if not_graded:
         lines += ["Not graded:", ""] + [f"- {g.name}: {g.error}" for g in not_graded] + [""]

@@ -12,6 +12,9 @@ everything else is made once per chapter, into build/<preset>/grade-kit/chNN:
                 library, the used chapters' reference libraries, the runners
   kit.json      the compile command of an exercise file and the link command,
                 as templates; each exercise's tests and rank counts; the commit
+                and a stamp of the checkout: a kit is made again only when the
+                checkout changed (or with --prepare), so that the tasks of an
+                array job reuse the one their first job made
 A sandbox sees this folder, LibTorch (.venv), common/include and the build's
 generated headers and precompiled header: never solutions/ nor the build's
 other files. The commands are the build's own (compile_commands.json, and
@@ -20,6 +23,7 @@ other files. The commands are the build's own (compile_commands.json, and
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -62,6 +66,16 @@ def _run(argv: list[str], cwd: Path, what: str) -> str:
     if done.returncode != 0:
         raise KitError(f"{what} failed:\n{(done.stdout + done.stderr).strip()[-2000:]}")
     return done.stdout
+
+
+def stamp(source: Path, build: Path, root: Path | None) -> str:
+    """What a kit was made from: the checkout (its commit and any change to it), the build and the chapters'
+    root. A kit whose stamp is this one is reused (Note [the grading kit])."""
+    h = hashlib.sha256()
+    for argv in (["git", "rev-parse", "HEAD"], ["git", "status", "--porcelain"], ["git", "diff", "HEAD"]):
+        h.update(subprocess.run(argv, cwd=source, capture_output=True).stdout)
+    h.update(f"{build.resolve()}\0{root}".encode())
+    return h.hexdigest()[:20]
 
 
 def prepare(source: Path, build: Path, chapter: str, workbook: Path, libtorch: str, root: Path | None = None) -> Path:
@@ -183,6 +197,7 @@ def prepare(source: Path, build: Path, chapter: str, workbook: Path, libtorch: s
         "test_ranks": manifest.get("test_ranks", []),
         "compile": compile_template, "link": link, "given_objects": given,
         "commit": _run(["git", "rev-parse", "HEAD"], source, "git rev-parse").strip(),
+        "stamp": stamp(source, build, root if root != source else None),
         "libtorch": libtorch,
         # What a sandbox must see, read-only, besides the kit itself.
         "sees": sorted({str(p) for p in _seen_paths(source, build, compile_template + link)}),

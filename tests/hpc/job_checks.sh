@@ -54,11 +54,18 @@ slurm_client() { "$@"; }
 # 22.05), so a 3-second job returned after 10; asking every 0.1 s made the
 # SLURM tests about 25 s shorter.
 sbatch_wait() {
-  local id state=""
+  local id
   id=$(slurm_client sbatch --parsable "$@") || return 1
   id=${id%%;*}
   echo "$id"
-  for _ in $(seq 1200); do
+  job_wait "$id" 1200
+}
+
+# job_wait ID TENTHS: waits (at most TENTHS tenths of a second) for job ID to
+# end; succeeds when it COMPLETED.
+job_wait() {
+  local id=$1 tenths=$2 state=""
+  for _ in $(seq "$tenths"); do
     state=$(slurm_client scontrol -o show job "$id" 2> /dev/null | sed -n 's/.* JobState=\([A-Z_]*\) .*/\1/p')
     case $state in
       PENDING | CONFIGURING | RUNNING | COMPLETING | "") sleep 0.1 ;;

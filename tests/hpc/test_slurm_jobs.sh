@@ -4,7 +4,8 @@
 #   1. smoke.sbatch: srun (the probe passes here: Debian's Open MPI speaks PMIx);
 #   2. smoke.sbatch with an srun plugin the MPI does not speak: the mpirun fallback;
 #   3. ch03.sbatch, a short run: its result line;
-#   4. every 2-node script, dry run: what it would start on two nodes.
+#   4. every 2-node script, dry run: what it would start on two nodes;
+#   5. a class graded as an array job (hpc/slurm/grade-class.sh), merged.
 # The cluster (hpc/slurm_cluster.sh) lives in a temporary directory and
 # is stopped and removed on every exit; one left by a killed run is stopped first.
 # CTest runs it through tests/hpc/outside_a_job.sh: no scheduler variables but the ones it fakes.
@@ -93,3 +94,26 @@ env WORKBOOK_DRY_RUN=1 SLURM_JOB_ID=4243 SLURM_JOB_NODELIST='node[7-8]' SLURM_NT
 expect_line "$out" "^launch: SLURM job 4243: 2 node\\(s\\), 4 rank\\(s\\) \\(3 1 per node\\)" "$out" "$out"
 expect_line "$out" "^launch: env -u SLURM_CPUS_PER_TASK -u SLURM_TRES_PER_TASK /[^ ]*/mpirun -np 4 --bind-to none -x " "$out" "$out"
 echo "ok: uneven SLURM tasks per node"
+
+# 5. A class graded as an array job: the kits' job, a task per submission,
+# the merge. Three submissions of the grader's fixture chapter (one right, one
+# the skeleton, one that does not compile) and a blank line in the list.
+# Skipped where no sandbox can start (the grader then refuses: tests/grade).
+if "$build/workbook" grade --check > /dev/null 2>&1; then
+  fixture=$WORKBOOK_SOURCE/tests/grade/fixture
+  for name in right skeleton broken; do mkdir -p "class/$name/chapters/90_fixture"; done
+  cp "$fixture/solutions/90_fixture/add.cpp" class/right/chapters/90_fixture/
+  cp "$fixture/chapters/90_fixture/add.cpp" class/skeleton/chapters/90_fixture/
+  echo 'long x = ;' > class/broken/chapters/90_fixture/add.cpp
+  printf '%s\n' class/right class/skeleton "" class/broken > class.list
+  merge=$(slurm_client bash "$WORKBOOK_SOURCE/hpc/slurm/grade-class.sh" class.list ch90 graded \
+    --root "$fixture" --time 60 | tail -1)
+  job_wait "$merge" 3000 || job_failed "the merge job $merge did not complete" graded/merge-"$merge".out graded/merge-"$merge".out
+  expect_line graded/gradebook.csv "^right,ch90,ex90.1,10,10,1,1," graded/gradebook.csv graded/merge-"$merge".out
+  expect_line graded/gradebook.csv "^skeleton,ch90,ex90.1,0,10,0,1,.*ex90.1 is not implemented yet" graded/gradebook.csv graded/merge-"$merge".out
+  expect_line graded/gradebook.csv "^broken,ch90,ex90.1,0,10,0,1,.*does not compile" graded/gradebook.csv graded/merge-"$merge".out
+  [ -f graded/right/results.json ] || job_failed "no results.json for the right submission" graded/gradebook.csv graded/merge-"$merge".out
+  echo "ok: a class of 3 graded as a SLURM array job, merged into one gradebook"
+else
+  echo "skipped: grading as an array job (no sandbox starts here: workbook grade --check)"
+fi
