@@ -15,6 +15,13 @@ is graded again with the reference's objects in place of the files of the
 exercises before it (never its own file's), and keeps the better result: a
 mistake in ex13.2 then costs ex13.2's points only. With `--earlier own` it
 costs every exercise that fails because of it.
+
+Note: [the instructor's tests] `--tests DIR` adds the instructor's own Catch2
+tests, DIR/chNN/*.cpp, written as the chapter's are and tagged with their
+exercise ([ex13.2]); they are compiled into the kit (outside any sandbox) and
+count among the exercise's tests. Tagged [hidden] as well, a failure of theirs
+is "a test your instructor keeps failed" in results.json, which students see;
+gradebook.csv, the instructor's, keeps its message.
 """
 from __future__ import annotations
 
@@ -27,6 +34,7 @@ import json
 import os
 import shutil
 import signal
+import statistics
 import sys
 import tempfile
 import threading
@@ -57,6 +65,8 @@ class Grader:
         atexit.register(shutil.rmtree, self.scratch, ignore_errors=True)  # SIGTERM too: main()
         self.libtorch = "unknown"
         self.root: Path | None = None  # the fixture's tree instead of the workbook's (tests/grade)
+        self.own_tests: Path | None = None  # Note [the instructor's tests]
+        self.objects: dict[tuple[str, str], tuple] = {}  # (submission, chapter) -> (scratch, objects, problems)
 
     # ---- the kit, and the reference graded as a student: the test names ----
     def kit(self, chapter: str, remake: bool = False, ready: bool = False) -> dict:
@@ -65,7 +75,7 @@ class Grader:
         if chapter not in self.kits:
             cid = kits.load_manifest(self.root or self.source, chapter)["id"]
             path = self.build / "grade-kit" / cid
-            stamp = kits.stamp(self.source, self.build, self.root)
+            stamp = kits.stamp(self.source, self.build, self.root, self.own_tests)
             try:
                 meta = json.loads((path / "kit.json").read_text())
             except (OSError, ValueError):
@@ -78,7 +88,8 @@ class Grader:
                 meta["path"] = str(path)
                 self.kits[chapter] = meta
                 return meta
-            path = kits.prepare(self.source, self.build, chapter, self.workbook, self.libtorch, self.root)
+            path = kits.prepare(self.source, self.build, chapter, self.workbook, self.libtorch, self.root,
+                                self.own_tests)
             meta = json.loads((path / "kit.json").read_text())
             meta["path"] = str(path)
             meta["sees"] = meta["sees"] + [str(self.source / "data")] * (self.source / "data").is_dir()
@@ -108,12 +119,13 @@ class Grader:
         return Sandbox("grade", self.limits, ro=[Path(meta["path"])] + [Path(p) for p in meta["sees"]] + [scratch],
                        rw=rw, cwd=cwd)
 
-    def _link(self, meta: dict, scratch: Path, objects: dict[str, Path], name: str) -> tuple[Path | None, str]:
+    def _link(self, meta: dict, scratch: Path, objects: dict[str, Path], name: str,
+              template: str = "link") -> tuple[Path | None, str]:
         scratch.mkdir(parents=True, exist_ok=True)
         _own(scratch)
         output = scratch / name
         argv = []
-        for a in meta["link"]:
+        for a in meta[template]:
             if a == "@OBJECTS@":
                 argv += [str(objects[f]) for f in meta["exercise_files"]] + meta["given_objects"]
             else:
@@ -137,8 +149,11 @@ class Grader:
             argv = [str(binary), filter_]
             if n:
                 argv = ["mpiexec", "--oversubscribe", "-n", str(n)] + argv
+            # A rank left waiting by a peer's exception fails in 10 s, not 30; a test left waiting
+            # elsewhere (a rank stuck in an exchange) in 30 s, not 120. The reference's tests take a few
+            # seconds each: `dev mutants` refuses every known-wrong solution under the first bound.
             env = {"WORKBOOK_RESULTS": str(file), "OMP_NUM_THREADS": "1", "OMPI_MCA_mpi_yield_when_idle": "1",
-                   "WORKBOOK_COMM_TIMEOUT": "10"}  # a rank left waiting by a peer's exception fails in 10 s, not 30
+                   "WORKBOOK_COMM_TIMEOUT": "10", "WORKBOOK_TEST_TIME_LIMIT": "30"}
             done = self._sandbox(meta, scratch, [results], scratch).run(argv, env)
             try:
                 ran = json.loads(file.read_text()) if file.exists() else []
@@ -151,7 +166,8 @@ class Grader:
                 message = failure_text(name, r.get("failure"))
                 before = records.get(name, {"passed": True, "message": ""})
                 passed = before["passed"] and bool(r.get("passed"))
-                records[name] = {"passed": passed, "message": before["message"] or
+                records[name] = {"passed": passed, "hidden": "hidden" in r.get("tags", []),
+                                 "message": before["message"] or
                                  ("" if r.get("passed") else (message or "failed") + (f" (at {n} ranks)" if n else ""))}
             if done.reason:
                 return records, done.reason + (f" (at {n} ranks)" if n else ""), time.monotonic() - started
@@ -201,6 +217,7 @@ class Grader:
                 problems[f] = "does not compile: " + (done.reason or first_error(done.output))
             else:
                 own[f] = obj
+        self.objects[(submission.name, meta["chapter"])] = (scratch, own, problems)
         binary, why = self._link(meta, scratch, own, "test_own")
         for r, e in zip(results, meta["exercises"]):
             if e["file"] in problems:
@@ -228,8 +245,10 @@ class Grader:
         if reason:
             r.message = reason
         elif r.passed < r.total:
-            failing = [records[n]["message"] for n in expected if n in records and not records[n]["passed"]]
-            r.message = (failing or [f"{r.total - r.passed} of its tests did not run"])[0]
+            failing = [records[n] for n in expected if n in records and not records[n]["passed"]]
+            r.message = failing[0]["message"] if failing else f"{r.total - r.passed} of its tests did not run"
+            if failing and failing[0]["hidden"]:  # Note [the instructor's tests]
+                r.shown = "a test your instructor keeps failed"
         else:
             r.message = ""
 
@@ -258,6 +277,64 @@ class Grader:
             again.message = f"passes only with the reference's {', '.join(earlier_ids)} linked"
             for field in dataclasses.fields(r):
                 setattr(r, field.name, getattr(again, field.name))
+
+    # ---- the timing pass (--timing) ----
+    def time_chapter(self, chapter: str, graded: list, repeats: int) -> None:
+        """Note: [the timing pass] After every submission is graded, each whose exercises of a chapter all
+        passed runs the chapter's program at the tour's default size, in the sandbox, alternately with
+        the reference built the same way, `repeats` times each, one run at a time: its median wall time
+        over the reference's is its column (lower is faster). Serial and interleaved, so that a busy
+        moment of the machine falls on both."""
+        meta = self.kit(chapter)
+        cid = meta["chapter"]
+        entry = next((e for e in meta["tour"] if not e.get("nodes") and e.get("program", meta["program"])
+                      == meta["program"]), None)
+        if not meta["program_link"] or entry is None:
+            return
+        args = [str(a) for a in entry.get("args", [])]
+        ranks = int(entry.get("ranks", 1))
+        reference_dir = self.scratch / "reference" / cid
+        reference_objects = {f: Path(meta["path"]) / "objects" / "reference" / (f + ".o") for f in meta["exercise_files"]}
+        reference, why = self._link(meta, reference_dir, reference_objects, "program_reference", "program_link")
+        if reference is None:
+            raise kits.KitError(f"the reference's {meta['program']} does not link in the kit: {why}")
+        for g in graded:
+            results = g.chapters.get(cid)
+            if g.error or not results:
+                continue
+            timing = g.timings.setdefault(cid, {"program": meta["program"], "args": args, "ranks": ranks})
+            if any(r.points < r.max_points for r in results) or any(r.rule != "own" for r in results):
+                timing["message"] = "not timed: not every exercise passes on the student's own code"
+                continue
+            scratch, own, _ = self.objects[(g.name, cid)]
+            binary, why = self._link(meta, scratch, own, "program_own", "program_link")
+            if binary is None:
+                timing["message"] = "not timed: the program does not link: " + why
+                continue
+            times: dict[str, list[float]] = {"own": [], "reference": []}
+            for _ in range(repeats):
+                for which, program in (("reference", reference), ("own", binary)):
+                    run_dir = (scratch if which == "own" else reference_dir) / "run"
+                    run_dir.mkdir(exist_ok=True)
+                    _own(run_dir)
+                    argv = [str(program)] + args
+                    if ranks > 1:
+                        argv = ["mpiexec", "--oversubscribe", "-n", str(ranks)] + argv
+                    done = Sandbox("time", self.limits, ro=[Path(meta["path"])] + [Path(p) for p in meta["sees"]] +
+                                   [scratch, reference_dir], rw=[run_dir], cwd=run_dir).run(argv)
+                    if done.reason or done.exit_code != 0:
+                        timing["message"] = f"not timed: the {'reference' if which == 'reference' else 'program'} " \
+                                            f"failed: {done.reason or last_line(done.output)}"
+                        break
+                    times[which].append(done.wall_s)
+                if "message" in timing:
+                    break
+            if "message" not in timing:
+                timing.update(seconds=round(statistics.median(times["own"]), 3),
+                              reference_seconds=round(statistics.median(times["reference"]), 3),
+                              repeats=repeats)
+                timing["ratio"] = round(timing["seconds"] / timing["reference_seconds"], 3)
+            print(f"timed {g.name} {cid}: {timing.get('ratio', timing.get('message'))}", flush=True)
 
     def points_of(self, exercise: str) -> float:
         return float(self.points.get("points", {}).get(exercise, self.points.get("default", 10)))
@@ -330,6 +407,12 @@ def main(argv: list[str]) -> int:
     p.add_argument("--processes", type=int, default=256, help="processes and threads (default 256)")
     p.add_argument("--output-mib", type=float, default=8, help="MiB a sandboxed command may print (default 8)")
     p.add_argument("--jobs", type=int, default=1, help="submissions graded at once (default 1)")
+    p.add_argument("--tests", type=Path, metavar="DIR",
+                   help="your own tests, DIR/chNN/*.cpp, beside the chapter's; tagged [hidden], their failures "
+                        "are not shown to students (Note [the instructor's tests])")
+    p.add_argument("--timing", type=int, default=0, metavar="REPEATS",
+                   help="time each chapter's program of the submissions that pass it against the reference, "
+                        "REPEATS runs each, interleaved, after the grading (Note [the timing pass]); 0: no timing")
     p.add_argument("--check", action="store_true", help="only say whether this machine can grade")
     p.add_argument("--prepare", action="store_true",
                    help="make the chapters' kits (and grade the reference with them), even when current")
@@ -368,6 +451,7 @@ def main(argv: list[str]) -> int:
     grader = Grader(args.source.resolve(), args.build.resolve(), args.workbook, out, limits, points, earlier)
     grader.libtorch = args.libtorch
     grader.root = args.root.resolve() if args.root else None
+    grader.own_tests = args.tests.resolve() if args.tests else None
     chapters = [c.strip() for c in args.chapters.split(",") if c.strip()]
     started = time.monotonic()
     try:
@@ -404,6 +488,9 @@ def main(argv: list[str]) -> int:
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         graded = list(pool.map(one, args.submissions))
+    if args.timing > 0:
+        for chapter in chapters:
+            grader.time_chapter(chapter, graded, args.timing)
     any_kit = next(iter(grader.kits.values()))
     context = {"commit": any_kit["commit"], "libtorch": any_kit["libtorch"], "earlier": earlier,
                "limits": dataclasses.asdict(limits), "kit_s": round(kit_s, 1), "chapters": chapters}
@@ -414,17 +501,18 @@ def main(argv: list[str]) -> int:
 
 
 def merge(folders: list[Path], out: Path) -> int:
-    """The gradebook of a class graded in pieces (an array job's tasks, each with its own --out)."""
+    """The gradebook of a class graded in pieces (an array job's tasks, each with its own --out): their
+    NAME/instructor.json files."""
     graded, contexts = [], []
     for folder in folders:
-        for path in sorted(folder.glob("**/results.json")):
+        for path in sorted(folder.glob("**/instructor.json")):
             if out in path.parents and path.parent.parent == out:
                 continue  # a gradebook already merged into `out`
             g, context = gradebook.read_results(path)
             graded.append(g)
             contexts.append(context)
     if not graded:
-        print(f"workbook grade --merge: no results.json under {', '.join(map(str, folders))}", file=sys.stderr)
+        print(f"workbook grade --merge: no instructor.json under {', '.join(map(str, folders))}", file=sys.stderr)
         return 2
     commits = {c.get("commit") for c in contexts}
     if len(commits) > 1:

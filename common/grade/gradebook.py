@@ -1,5 +1,6 @@
-"""gradebook.py: what `workbook grade` writes: results.json per submission (Gradescope's format),
-gradebook.csv for the class, and summary.md, a page of pass rates and the commonest failures."""
+"""gradebook.py: what `workbook grade` writes: per submission NAME/results.json (Gradescope's format, what
+the student sees) and NAME/instructor.json (every message, for --merge); for the class gradebook.csv, and
+summary.md, a page of pass rates and the commonest failures."""
 from __future__ import annotations
 
 import collections
@@ -21,6 +22,7 @@ class ExerciseResult:
     message: str = ""     # why not full marks: the first failure, or the bound hit; "" when full
     seconds: float = 0.0  # its tests' wall time
     rule: str = "own"     # "own", or "reference-earlier" (Note [earlier exercises] in grade.py)
+    shown: str = ""       # what results.json (the student) is told in place of `message`; "" for the same
 
 
 @dataclasses.dataclass
@@ -29,6 +31,7 @@ class Graded:
     chapters: dict  # chapter id -> [ExerciseResult]
     error: str = ""  # why the whole submission could not be graded
     seconds: float = 0.0
+    timings: dict = dataclasses.field(default_factory=dict)  # chapter id -> the timing pass's (grade.py)
 
     def score(self) -> tuple[float, float]:
         results = [r for rs in self.chapters.values() for r in rs]
@@ -50,15 +53,14 @@ def results_json(graded: Graded, context: dict) -> dict:
     tests = []
     for cid, results in graded.chapters.items():
         for r in results:
-            output = r.message or f"all {r.total} tests passed"
+            output = r.shown or r.message or f"all {r.total} tests passed"
             output += f"\n{r.passed} of {r.total} tests passed; {r.seconds:.1f} s"
             if r.rule != "own":
                 output += "\n(graded with the reference's earlier exercises linked: Note [earlier exercises])"
             tests.append({"name": f"{r.exercise} {r.title}", "number": r.exercise, "score": _number(r.points),
                           "max_score": _number(r.max_points), "output": output, "visibility": "visible",
                           "extra_data": {"chapter": cid, "passed": r.passed, "total": r.total,
-                                         "seconds": round(r.seconds, 2), "rule": r.rule, "message": r.message,
-                                         "title": r.title}})
+                                         "seconds": round(r.seconds, 2), "rule": r.rule}})
     got, of = graded.score()
     return {
         "score": _number(got),
@@ -69,25 +71,22 @@ def results_json(graded: Graded, context: dict) -> dict:
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "tests": tests,
-        "leaderboard": [{"name": "points", "value": _number(got)}],
+        "leaderboard": [{"name": "points", "value": _number(got)}] +
+                       [{"name": f"{cid} time / reference's", "value": t["ratio"], "order": "asc"}
+                        for cid, t in graded.timings.items() if "ratio" in t],
         "extra_data": {"submission": graded.name, "error": graded.error, "seconds": round(graded.seconds, 2),
                        **context},
     }
 
 
 def read_results(path: Path) -> tuple[Graded, dict]:
-    """A results.json written above, back (`workbook grade --merge`)."""
+    """A submission's instructor.json, written below, back (`workbook grade --merge`)."""
     data = json.loads(path.read_text())
-    extra = data["extra_data"]
-    graded = Graded(name=extra["submission"], chapters={}, error=extra.get("error", ""),
-                    seconds=float(extra.get("seconds", 0)))
-    for t in data["tests"]:
-        e = t["extra_data"]
-        graded.chapters.setdefault(e["chapter"], []).append(ExerciseResult(
-            t["number"], e["title"], float(t["score"]), float(t["max_score"]), int(e["passed"]), int(e["total"]),
-            e["message"], float(e["seconds"]), e["rule"]))
-    context = {k: extra[k] for k in ("commit", "libtorch", "earlier", "limits", "kit_s") if k in extra}
-    return graded, context
+    graded = Graded(name=data["name"], chapters={}, error=data["error"], seconds=float(data["seconds"]),
+                    timings=data.get("timings", {}))
+    for cid, results in data["chapters"].items():
+        graded.chapters[cid] = [ExerciseResult(**r) for r in results]
+    return graded, data["context"]
 
 
 def write(out: Path, graded: list[Graded], context: dict) -> None:
@@ -95,17 +94,22 @@ def write(out: Path, graded: list[Graded], context: dict) -> None:
         folder = out / g.name
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "results.json").write_text(json.dumps(results_json(g, context), indent=1))
+        # Everything, the messages of hidden tests too, for the instructor and --merge (not for Gradescope).
+        (folder / "instructor.json").write_text(json.dumps(
+            {"name": g.name, "error": g.error, "seconds": g.seconds, "context": context, "timings": g.timings,
+             "chapters": {cid: [dataclasses.asdict(r) for r in rs] for cid, rs in g.chapters.items()}}, indent=1))
     with open(out / "gradebook.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["submission", "chapter", "exercise", "points", "max_points", "tests_passed", "tests_total",
-                    "seconds", "rule", "message"])
+                    "seconds", "rule", "message", "time_vs_reference"])
         for g in graded:
             if g.error:
-                w.writerow([g.name, "", "", 0, "", "", "", round(g.seconds, 1), "", g.error])
+                w.writerow([g.name, "", "", 0, "", "", "", round(g.seconds, 1), "", g.error, ""])
             for cid, results in g.chapters.items():
                 for r in results:
-                    w.writerow([g.name, cid, r.exercise, _number(r.points), _number(r.max_points), r.passed, r.total,
-                                round(r.seconds, 1), r.rule, r.message])
+                    t = g.timings.get(cid, {})
+                    w.writerow([g.name, cid, r.exercise, _number(r.points), _number(r.max_points), r.passed,
+                                r.total, round(r.seconds, 1), r.rule, r.message, t.get("ratio", t.get("message", ""))])
     (out / "summary.md").write_text(summary(graded, context))
 
 
@@ -135,4 +139,15 @@ def summary(graded: list[Graded], context: dict) -> str:
         reasons = collections.Counter(_common_form(r.message) for r in results if r.points < r.max_points)
         common = "; ".join(f"{n}× {m.replace('|', '/')}" for m, n in reasons.most_common(3))
         lines.append(f"| {exercise} | {full} of {len(results)} | {mean:.1f} of {results[0].max_points:g} | {common} |")
+    timed: dict[str, list] = collections.defaultdict(list)
+    for g in graded:
+        for cid, t in g.timings.items():
+            timed[cid].append(t)
+    for cid, ts in timed.items():
+        ratios = sorted(t["ratio"] for t in ts if "ratio" in t)
+        t0 = ts[0]
+        lines += ["", f"{cid}'s timing (`{t0['program']} {' '.join(t0['args'])}` at {t0['ranks']} rank(s), "
+                      f"against the reference, interleaved): {len(ratios)} of {len(ts)} timed" +
+                  (f"; median {ratios[len(ratios) // 2]:.2f}×, fastest {ratios[0]:.2f}×, slowest {ratios[-1]:.2f}×"
+                   if ratios else "")]
     return "\n".join(lines) + "\n"

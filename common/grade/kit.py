@@ -68,19 +68,24 @@ def _run(argv: list[str], cwd: Path, what: str) -> str:
     return done.stdout
 
 
-def stamp(source: Path, build: Path, root: Path | None) -> str:
-    """What a kit was made from: the checkout (its commit and any change to it), the build and the chapters'
-    root. A kit whose stamp is this one is reused (Note [the grading kit])."""
+def stamp(source: Path, build: Path, root: Path | None, own_tests: Path | None = None) -> str:
+    """What a kit was made from: the checkout (its commit and any change to it), the build, the chapters'
+    root and the instructor's tests. A kit whose stamp is this one is reused (Note [the grading kit])."""
     h = hashlib.sha256()
     for argv in (["git", "rev-parse", "HEAD"], ["git", "status", "--porcelain"], ["git", "diff", "HEAD"]):
         h.update(subprocess.run(argv, cwd=source, capture_output=True).stdout)
-    h.update(f"{build.resolve()}\0{root}".encode())
+    h.update(f"{build.resolve()}\0{root}\0{own_tests}".encode())
+    for test in sorted(own_tests.rglob("*")) if own_tests and own_tests.is_dir() else []:
+        if test.is_file():
+            h.update(str(test).encode() + test.read_bytes())
     return h.hexdigest()[:20]
 
 
-def prepare(source: Path, build: Path, chapter: str, workbook: Path, libtorch: str, root: Path | None = None) -> Path:
+def prepare(source: Path, build: Path, chapter: str, workbook: Path, libtorch: str, root: Path | None = None,
+            own_tests: Path | None = None) -> Path:
     """root: where chapters/ and solutions/ are; the workbook's own (source) unless the grader's fixture
-    chapter (tests/grade/fixture) is graded."""
+    chapter (tests/grade/fixture) is graded. own_tests: the instructor's tests, OWN_TESTS/chNN/*.cpp,
+    compiled into the test binary beside the chapter's (Note [the instructor's tests] in grade.py)."""
     root = root or source
     manifest = load_manifest(root, chapter)
     folder, cid = manifest["folder"], manifest["id"]
@@ -95,8 +100,9 @@ def prepare(source: Path, build: Path, chapter: str, workbook: Path, libtorch: s
     if stale:
         raise KitError(f"{stale[0]} is not its skeleton: grade from a clean checkout of the workbook "
                        f"(a fresh clone, or `workbook dev sync` after saving your work)")
-    _run(["cmake", "--build", str(build), "--target", f"test_{cid}_student"], source,
-         f"building test_{cid}_student (the skeleton and the tests' objects)")
+    program = manifest.get("program", "")
+    _run(["cmake", "--build", str(build), "--target", f"test_{cid}_student"] + [f"{program}_student"] * bool(program),
+         source, f"building test_{cid}_student (the skeleton and the tests' objects)")
 
     kit = build / "grade-kit" / cid
     if kit.exists():
@@ -119,8 +125,8 @@ def prepare(source: Path, build: Path, chapter: str, workbook: Path, libtorch: s
     commands = {Path(e["file"]).resolve(): e for e in json.loads((build / "compile_commands.json").read_text())}
     chapter_dir = (root / "chapters" / folder).resolve()
 
-    def template(file: str) -> list[str]:
-        entry = commands.get(chapter_dir / file)
+    def template(file: str, entry: dict | None = None) -> list[str]:
+        entry = entry or commands.get(chapter_dir / file)
         if entry is None:
             raise KitError(f"compile_commands.json has no command for chapters/{folder}/{file}: configure again")
         argv = shlex.split(entry["command"])
@@ -131,7 +137,9 @@ def prepare(source: Path, build: Path, chapter: str, workbook: Path, libtorch: s
             if a == f"-I{chapter_dir}":
                 out.append("-I@CHAPTER@")
             elif a.startswith("-I") and Path(a[2:]).parent == (root / "solutions").resolve():
-                out.append(f"-I{kit / 'uses' / Path(a[2:]).name}")
+                # The tests' objects see the chapter's headers in solutions/: the kit's are the same code.
+                name = Path(a[2:]).name
+                out.append(f"-I{kit / 'chapter'}" if name == folder else f"-I{kit / 'uses' / name}")
             elif a == "-o":
                 out += ["-o", "@OBJECT@"]
                 i += 1
@@ -165,13 +173,51 @@ def prepare(source: Path, build: Path, chapter: str, workbook: Path, libtorch: s
         shutil.copy2(built_object(cpp.name), kit / "objects" / "given" / (cpp.name + ".o"))
         given.append(str(kit / "objects" / "given" / (cpp.name + ".o")))
 
-    # The link command of the student's test binary, its inputs copied into the kit.
-    link_line = _run(["ninja", "-C", str(build), "-t", "commands", f"test_{cid}_student"], source,
-                     "ninja -t commands").strip().splitlines()[-1]
-    link_line = re.sub(r"^:\s*&&\s*", "", link_line)
-    link_line = re.sub(r"\s*&&\s*:\s*$", "", link_line)
-    link = []
-    argv = shlex.split(link_line)
+    link = _link_template(build, source, kit, cid, f"test_{cid}_student", "link")
+    program_link = _link_template(build, source, kit, cid, f"{program}_student", "program") if program else []
+
+    # The instructor's tests, compiled as the chapter's tests are, linked beside them.
+    own = sorted((own_tests / cid).glob("*.cpp")) if own_tests and (own_tests / cid).is_dir() else []
+    if own:
+        test_entry = next((e for e in commands.values() if re.search(
+            rf"-o \S*(test_{cid}_objects|test_{cid}_student)\.dir/", e["command"])), None)
+        if test_entry is None:
+            raise KitError(f"compile_commands.json has no command for the tests of {cid}: configure again")
+        for test in own:
+            obj = kit / "link" / f"instructor_{test.stem}.o"
+            argv = [a.replace("@SOURCE@", str(test)).replace("@OBJECT@", str(obj)).replace("@CHAPTER@", str(kit / "chapter"))
+                    for a in template(test.name, test_entry)] + [f"-I{root / 'tests' / folder}"]
+            _run(argv, build, f"compiling your test {test}")
+            link.insert(link.index("@OBJECTS@"), str(obj))
+
+    meta = {
+        "chapter": cid, "folder": folder, "title": manifest.get("title", ""),
+        "exercises": [{"id": e["id"], "title": e["title"], "file": e["file"]} for e in manifest["exercises"]],
+        "exercise_files": exercise_files,
+        "test_ranks": manifest.get("test_ranks", []),
+        "compile": compile_template, "link": link, "given_objects": given,
+        "program": program, "program_link": program_link, "tour": manifest.get("tour", []),
+        "commit": _run(["git", "rev-parse", "HEAD"], source, "git rev-parse").strip(),
+        "stamp": stamp(source, build, root if root != source else None, own_tests),
+        "own_tests": [str(t) for t in own],
+        "libtorch": libtorch,
+        # What a sandbox must see, read-only, besides the kit itself.
+        "sees": sorted({str(p) for p in _seen_paths(source, build, compile_template + link)}),
+    }
+    (kit / "kit.json").write_text(json.dumps(meta, indent=1))
+    return kit
+
+
+def _link_template(build: Path, source: Path, kit: Path, cid: str, target: str, folder: str) -> list[str]:
+    """The link command of a student target (its test binary, its program) as a template: the chapter's
+    student library is @OBJECTS@, the output @OUTPUT@, and every input from the build is copied into
+    kit/folder."""
+    line = _run(["ninja", "-C", str(build), "-t", "commands", target], source,
+                f"ninja -t commands {target}").strip().splitlines()[-1]
+    line = re.sub(r"\s*&&\s*:\s*$", "", re.sub(r"^:\s*&&\s*", "", line))
+    (kit / folder).mkdir(exist_ok=True)
+    link: list[str] = []
+    argv = shlex.split(line)
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -183,27 +229,13 @@ def prepare(source: Path, build: Path, chapter: str, workbook: Path, libtorch: s
         if a.endswith(f"lib{cid}_student.a"):
             link.append("@OBJECTS@")
         elif candidate.is_file() and build.resolve() in candidate.resolve().parents:
-            copy = kit / "link" / f"{len(link):03d}_{candidate.name}"
+            copy = kit / folder / f"{len(link):03d}_{candidate.name}"
             shutil.copy2(candidate, copy)
             link.append(str(copy))
         else:
             link.append(a)
         i += 1
-
-    meta = {
-        "chapter": cid, "folder": folder, "title": manifest.get("title", ""),
-        "exercises": [{"id": e["id"], "title": e["title"], "file": e["file"]} for e in manifest["exercises"]],
-        "exercise_files": exercise_files,
-        "test_ranks": manifest.get("test_ranks", []),
-        "compile": compile_template, "link": link, "given_objects": given,
-        "commit": _run(["git", "rev-parse", "HEAD"], source, "git rev-parse").strip(),
-        "stamp": stamp(source, build, root if root != source else None),
-        "libtorch": libtorch,
-        # What a sandbox must see, read-only, besides the kit itself.
-        "sees": sorted({str(p) for p in _seen_paths(source, build, compile_template + link)}),
-    }
-    (kit / "kit.json").write_text(json.dumps(meta, indent=1))
-    return kit
+    return link
 
 
 def _seen_paths(source: Path, build: Path, argv: list[str]) -> set[Path]:

@@ -141,6 +141,20 @@ class _CGroups:
                     time.sleep(0.05)
 
 
+def _user_processes() -> int:
+    """The user's processes and threads now: RLIMIT_NPROC counts every one."""
+    uid = os.getuid()
+    count = 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    count += len(os.listdir(f"/proc/{entry.name}/task"))
+            except OSError:
+                pass
+    return count
+
+
 def system_binds() -> list[str]:
     """bwrap's arguments for the system's read-only part: /usr, /etc's few files, /proc, /dev, /tmp."""
     args = ["--ro-bind", "/usr", "/usr"]
@@ -194,8 +208,9 @@ class Sandbox:
         if os.geteuid() == 0:
             argv += ["--", "setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
                      "--inh-caps=-all", "--"]
-        else:  # no cgroups: each process's data and the user's processes (Note [the sandbox])
-            argv += [f"--data={lim.memory_bytes}", f"--nproc={lim.pids}", "--"]
+        else:  # no cgroups: each process's data and the user's processes (Note [the sandbox]), which
+            # RLIMIT_NPROC counts with those the user has already
+            argv += [f"--data={lim.memory_bytes}", f"--nproc={_user_processes() + lim.pids}", "--"]
         argv += ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--hostname", "sandbox",
                  "--clearenv"] + system_binds()
         for path in self.ro:

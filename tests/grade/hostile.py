@@ -181,6 +181,26 @@ leftover += list(Path("/sys/fs/cgroup").glob("workbook-grade-*"))
 if leftover:
     failures.append(f"cgroups left behind: {leftover}")
 print(open(out / "summary.md").read())
+
+# The instructor's own tests (--tests): a [hidden] one refuses a submission that passes the visible
+# tests only; results.json, which the student sees, does not say what it checked; the CSV does.
+cheat = work / "class2" / "visible-only" / "chapters" / "90_fixture"
+cheat.mkdir(parents=True)
+(cheat / "add.cpp").write_text('#include "add.hpp"\nnamespace fixture { long add(long a, long b) '
+                               '{ return a == -5 ? 0 : a + b; } }\n')
+out2 = work / "gradebook-own-tests"
+done = subprocess.run([str(workbook), "grade", "--root", str(fixture), "--chapters", "ch90", "--out", str(out2),
+                       "--tests", str(fixture / "instructor"), str(cheat.parents[1]), str(work / "class" / "honest")],
+                      capture_output=True, text=True, timeout=300)
+print(done.stdout[-3000:], done.stderr[-3000:])
+rows = {r["submission"]: r for r in csv.DictReader(open(out2 / "gradebook.csv"))} if done.returncode == 0 else {}
+shown = json.loads((out2 / "visible-only" / "results.json").read_text())["tests"][0]["output"] if rows else ""
+if rows.get("honest", {}).get("points") != "10" or rows.get("honest", {}).get("tests_total") != "2":
+    failures.append(f"--tests: the honest submission got {rows.get('honest')}, not 10 with 2 tests")
+if rows.get("visible-only", {}).get("points") != "0" or "-5" not in rows.get("visible-only", {}).get("message", ""):
+    failures.append(f"--tests: the visible-only submission got {rows.get('visible-only')}, not 0 with the hidden test's message")
+if "instructor keeps" not in shown or "-5" in shown:
+    failures.append(f"--tests: results.json tells the student {shown!r}")
 if failures:
     sys.exit("\n".join(["hostile submissions: FAILED"] + failures))
 print(f"hostile submissions: {len(expected)} graded as expected; nothing outside the scratch folders changed")

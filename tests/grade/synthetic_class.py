@@ -75,8 +75,11 @@ for rule in ("both", "own"):
     out = work / f"gradebook-{rule}"
     names = sorted(expected[rule]) if rule == "both" else [n for n in sorted(expected[rule])
                                                          if expected["own"][n] != expected["both"][n]]
+    # With `both`, the timing pass too, one run each: only the reference passes every exercise.
+    timing = ["--timing", "1"] if rule == "both" else []
     done = subprocess.run([str(workbook), "grade", "--chapters", chapter, "--out", str(out), "--earlier", rule,
-                           *[str(work / "class" / n) for n in names]], capture_output=True, text=True, timeout=1500)
+                           *timing, *[str(work / "class" / n) for n in names]], capture_output=True, text=True,
+                          timeout=1500)
     print(done.stdout[-4000:], done.stderr[-3000:])
     if done.returncode != 0:
         sys.exit(f"workbook grade --earlier {rule} failed: exit {done.returncode}")
@@ -90,6 +93,15 @@ for rule in ("both", "own"):
                 failures.append(f"--earlier {rule}: {name} {e}: {points} points ({message!r}), "
                                 f"expected {expected[rule][name][e]}")
     print(open(out / "summary.md").read())
+    if rule == "both":
+        board = {b["name"]: b["value"] for b in json.loads((out / "reference" / "results.json").read_text())["leaderboard"]}
+        ratio = board.get(f"{chapter} time / reference's")
+        if ratio is None or not 0.5 < ratio < 2:  # the reference against itself: about 1
+            failures.append(f"the reference timed against itself: {ratio} (the leaderboard: {board})")
+        timed = {row["submission"] for row in csv.DictReader(open(out / "gradebook.csv"))
+                 if row["time_vs_reference"] and not row["time_vs_reference"].startswith("not timed")}
+        if timed != {"reference"}:
+            failures.append(f"timed: {sorted(timed)}; only the reference passes every exercise")
 if failures:
     sys.exit("\n".join(["synthetic class: FAILED"] + failures))
 print(f"synthetic class of {chapter}: {len(expected['both'])} students, every score as expected under both rules")
