@@ -32,6 +32,7 @@ import concurrent.futures
 import dataclasses
 import json
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -107,9 +108,9 @@ class Grader:
             meta["tests"] = {}
             for e in meta["exercises"]:
                 records, reason, _ = self._run_tests(meta, scratch, binary, e["id"])
-                failed = [r["name"] for r in records.values() if not r["passed"]]
+                failed = [record["message"] for record in records.values() if not record["passed"]]
                 if reason or failed or not records:
-                    raise kits.KitError(f"the reference fails {e['id']}'s tests in the sandbox: "
+                    raise kits.KitError(f"the reference fails {e['id']}'s tests in the sandbox (one of your --tests?): "
                                         f"{reason or (failed[:1] or ['no test ran'])[0]}")
                 meta["tests"][e["id"]] = sorted(records)
             (path / "kit.json").write_text(json.dumps({k: v for k, v in meta.items() if k != "path"}, indent=1))
@@ -180,10 +181,12 @@ class Grader:
         return records, "", time.monotonic() - started
 
     # ---- one submission, one chapter ----
-    def grade(self, submission: Submission, chapter: str) -> list[ExerciseResult]:
+    def grade(self, submission: Submission, chapter: str, only: set[str] | None = None) -> list[ExerciseResult]:
+        """only: the exercises graded (the rest are not in the results); None for every one."""
         meta = self.kit(chapter)
         folder = meta["folder"]
-        results = [ExerciseResult(e["id"], e["title"], max_points=self.points_of(e["id"])) for e in meta["exercises"]]
+        chosen = [e for e in meta["exercises"] if only is None or e["id"] in only]
+        results = [ExerciseResult(e["id"], e["title"], max_points=self.points_of(e["id"])) for e in chosen]
         files = submission.files([f"{folder}/{f}" for f in meta["exercise_files"]])
         if not files:
             for r in results:
@@ -219,7 +222,7 @@ class Grader:
                 own[f] = obj
         self.objects[(submission.name, meta["chapter"])] = (scratch, own, problems)
         binary, why = self._link(meta, scratch, own, "test_own")
-        for r, e in zip(results, meta["exercises"]):
+        for r, e in zip(results, chosen):
             if e["file"] in problems:
                 r.message = problems[e["file"]]
                 r.total = len(meta["tests"][r.exercise])
@@ -270,11 +273,13 @@ class Grader:
         binary, _ = self._link(meta, scratch, swapped, f"test_{r.exercise}")
         if binary is None:
             return
-        again = dataclasses.replace(r)
+        again = dataclasses.replace(r, shown="")
         self._score(meta, scratch, binary, again)
         if again.points > r.points:
             again.rule = "reference-earlier"
-            again.message = f"passes only with the reference's {', '.join(earlier_ids)} linked"
+            linked = f"passes only with the reference's {', '.join(earlier_ids)} in place of yours"
+            again.message = f"{linked}; with yours: {r.message}"
+            again.shown = f"{linked}; with yours: {r.shown or r.message}"
             for field in dataclasses.fields(r):
                 setattr(r, field.name, getattr(again, field.name))
 
@@ -303,7 +308,8 @@ class Grader:
             if g.error or not results:
                 continue
             timing = g.timings.setdefault(cid, {"program": meta["program"], "args": args, "ranks": ranks})
-            if any(r.points < r.max_points for r in results) or any(r.rule != "own" for r in results):
+            if len(results) < len(meta["exercises"]) or any(r.points < r.max_points or r.rule != "own"
+                                                              for r in results):
                 timing["message"] = "not timed: not every exercise passes on the student's own code"
                 continue
             scratch, own, _ = self.objects[(g.name, cid)]
@@ -338,6 +344,35 @@ class Grader:
 
     def points_of(self, exercise: str) -> float:
         return float(self.points.get("points", {}).get(exercise, self.points.get("default", 10)))
+
+
+def read_grading_file(path: Path) -> dict:
+    """The grading file: {"default": points, "points": {"exN.M": points}, "partial": bool, "earlier": "both"|"own"};
+    a ValueError, one line, for anything else."""
+    try:
+        data = json.loads(path.read_text())
+    except OSError as e:
+        raise ValueError(f"--points {path}: {e.strerror.lower() if e.strerror else e}") from None
+    except ValueError as e:
+        raise ValueError(f"--points {path} is not JSON: {e}") from None
+    number = (int, float)
+    kinds = {"default": number, "points": dict, "partial": bool, "earlier": str}
+    if not isinstance(data, dict):
+        raise ValueError(f"--points {path}: an object is expected, with keys {', '.join(kinds)}")
+    for key, value in data.items():
+        if key not in kinds:
+            raise ValueError(f"--points {path}: unknown key {key!r} (the keys are {', '.join(kinds)})")
+        if not isinstance(value, kinds[key]) or isinstance(value, bool) != (kinds[key] is bool):
+            raise ValueError(f"--points {path}: {key!r} is {value!r}; it takes "
+                             f"{ {'default': 'a number', 'points': 'an object', 'partial': 'true or false', 'earlier': 'a string'}[key]}")
+    if data.get("earlier", "both") not in ("both", "own"):
+        raise ValueError(f"--points {path}: 'earlier' is {data['earlier']!r}; it takes \"both\" or \"own\"")
+    for exercise, value in data.get("points", {}).items():
+        if not re.fullmatch(r"ex\d+\.\d+", exercise) or not isinstance(value, number) or isinstance(value, bool) \
+                or value < 0:
+            raise ValueError(f"--points {path}: \"points\" maps exercises (ex13.2) to points >= 0, not "
+                             f"{exercise!r}: {value!r}")
+    return data
 
 
 def unreachable(path: Path) -> Path | None:
@@ -391,28 +426,32 @@ def last_line(output: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="workbook grade", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="workbook grade", description="A class's submissions built and tested, each in "
+                                "a sandbox, into a gradebook (README.md, \"Grading a class\").")
     p.add_argument("--source", type=Path, required=True, help=argparse.SUPPRESS)
     p.add_argument("--build", type=Path, required=True, help=argparse.SUPPRESS)
     p.add_argument("--workbook", type=Path, required=True, help=argparse.SUPPRESS)
     p.add_argument("--libtorch", default="unknown", help=argparse.SUPPRESS)
     p.add_argument("--root", type=Path, help=argparse.SUPPRESS)  # tests/grade/fixture: its chapters/ and solutions/
     p.add_argument("submissions", nargs="*", type=Path, help="folders, tarballs, git repositories or bundles")
-    p.add_argument("--chapters", default="", help="chapters to grade, comma-separated: ch12,ch13")
+    p.add_argument("--chapters", default="",
+                   help="what to grade, comma-separated: chapters (ch12), or exercises (ex13.2: that one alone)")
     p.add_argument("--out", type=Path, help="where the gradebook goes (default build/<preset>/grade)")
     p.add_argument("--points", type=Path, help="the grading file (JSON; default: 10 points an exercise, all or none)")
-    p.add_argument("--earlier", choices=("both", "own"), default=None, help="Note [earlier exercises] (default both)")
+    p.add_argument("--earlier", choices=("both", "own"), default=None,
+                   help="both: an exercise that fails on the student's code is graded again with the reference's "
+                        "earlier exercises in place of theirs, and keeps the better; own: theirs alone (default both)")
     p.add_argument("--time", type=float, default=300, help="seconds each sandboxed command may run (default 300)")
     p.add_argument("--memory", type=float, default=4, help="GiB a sandboxed command may use (default 4)")
     p.add_argument("--processes", type=int, default=256, help="processes and threads (default 256)")
     p.add_argument("--output-mib", type=float, default=8, help="MiB a sandboxed command may print (default 8)")
     p.add_argument("--jobs", type=int, default=1, help="submissions graded at once (default 1)")
     p.add_argument("--tests", type=Path, metavar="DIR",
-                   help="your own tests, DIR/chNN/*.cpp, beside the chapter's; tagged [hidden], their failures "
-                        "are not shown to students (Note [the instructor's tests])")
+                   help="your own tests, DIR/chNN/*.cpp, beside the chapter's, tagged with their exercise; "
+                        "tagged [hidden] too, their failures are not shown to students")
     p.add_argument("--timing", type=int, default=0, metavar="REPEATS",
-                   help="time each chapter's program of the submissions that pass it against the reference, "
-                        "REPEATS runs each, interleaved, after the grading (Note [the timing pass]); 0: no timing")
+                   help="after the grading, time the chapter's program of each submission that passes every "
+                        "exercise against the reference's, REPEATS runs each, interleaved (default 0: no timing)")
     p.add_argument("--check", action="store_true", help="only say whether this machine can grade")
     p.add_argument("--prepare", action="store_true",
                    help="make the chapters' kits (and grade the reference with them), even when current")
@@ -439,10 +478,14 @@ def main(argv: list[str]) -> int:
     points = {"default": 10, "partial": False, "earlier": "both", "points": {}}
     if args.points:
         try:
-            points.update(json.loads(args.points.read_text()))
-        except (OSError, ValueError) as e:
-            print(f"workbook grade: {args.points}: {e}", file=sys.stderr)
+            points.update(read_grading_file(args.points))
+        except ValueError as e:
+            print(f"workbook grade: {e}", file=sys.stderr)
             return 2
+    missing = [str(p) for p in args.submissions if not p.exists()]
+    if missing:
+        print(f"workbook grade: no such submission: {', '.join(missing)} (nothing was graded)", file=sys.stderr)
+        return 2
     earlier = args.earlier or points.get("earlier", "both")
     limits = Limits(wall_s=args.time, cpu_s=int(args.time), memory_bytes=int(args.memory * GIB),
                     pids=args.processes, output_bytes=int(args.output_mib * (1 << 20)))
@@ -452,11 +495,31 @@ def main(argv: list[str]) -> int:
     grader.libtorch = args.libtorch
     grader.root = args.root.resolve() if args.root else None
     grader.own_tests = args.tests.resolve() if args.tests else None
-    chapters = [c.strip() for c in args.chapters.split(",") if c.strip()]
+    # Chapters, and for a chapter named by its exercises only, those (None: all of it).
+    chapters: list[str] = []
+    only: dict[str, set[str] | None] = {}
+    for item in (c.strip() for c in args.chapters.split(",") if c.strip()):
+        exercise = re.fullmatch(r"ex(\d+)\.\d+", item)
+        chapter = f"ch{int(exercise.group(1)):02d}" if exercise else item
+        if chapter not in chapters:
+            chapters.append(chapter)
+            only[chapter] = set() if exercise else None
+        if exercise and only[chapter] is not None:
+            only[chapter].add(item)
+        elif not exercise:
+            only[chapter] = None
     started = time.monotonic()
     try:
         for chapter in chapters:
-            grader.kit(chapter, remake=args.prepare, ready=args.kits_ready)
+            meta = grader.kit(chapter, remake=args.prepare, ready=args.kits_ready)
+            unknown = (only[chapter] or set()) - {e["id"] for e in meta["exercises"]}
+            if unknown:
+                raise kits.KitError(f"{meta['chapter']} has no exercise {', '.join(sorted(unknown))}")
+        known = {e["id"] for meta in grader.kits.values() for e in meta["exercises"]}
+        stray = sorted(e for e in points.get("points", {}) if e not in known)
+        if stray:
+            raise kits.KitError(f"--points {args.points}: {', '.join(stray)} is not an exercise of "
+                                f"{', '.join(chapters)}")
     except kits.KitError as e:
         print(f"workbook grade: {e}", file=sys.stderr)
         return 2
@@ -479,11 +542,11 @@ def main(argv: list[str]) -> int:
             submission = Submission(path)
             submission.name = name
             for chapter in chapters:
-                graded.chapters[grader.kits[chapter]["chapter"]] = grader.grade(submission, chapter)
+                graded.chapters[grader.kits[chapter]["chapter"]] = grader.grade(submission, chapter, only[chapter])
         except SubmissionError as e:
             graded.error = str(e)
         graded.seconds = time.monotonic() - t0
-        print(f"graded {graded.name}: {graded.summary_line()} in {graded.seconds:.0f} s", flush=True)
+        print(f"{graded.name}: {graded.summary_line()} ({graded.seconds:.0f} s)", flush=True)
         return graded
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:

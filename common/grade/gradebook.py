@@ -53,10 +53,9 @@ def results_json(graded: Graded, context: dict) -> dict:
     tests = []
     for cid, results in graded.chapters.items():
         for r in results:
-            output = r.shown or r.message or f"all {r.total} tests passed"
-            output += f"\n{r.passed} of {r.total} tests passed; {r.seconds:.1f} s"
-            if r.rule != "own":
-                output += "\n(graded with the reference's earlier exercises linked: Note [earlier exercises])"
+            output = f"{r.passed} of {r.total} tests passed; {r.seconds:.1f} s"
+            if r.shown or r.message:
+                output = (r.shown or r.message) + "\n" + output
             tests.append({"name": f"{r.exercise} {r.title}", "number": r.exercise, "score": _number(r.points),
                           "max_score": _number(r.max_points), "output": output, "visibility": "visible",
                           "extra_data": {"chapter": cid, "passed": r.passed, "total": r.total,
@@ -116,13 +115,14 @@ def write(out: Path, graded: list[Graded], context: dict) -> None:
 def _common_form(message: str) -> str:
     """A message with its numbers and rank counts taken out, so that the same failure counts once."""
     message = re.sub(r" \(at \d+ ranks\)", "", message)
-    return re.sub(r"(?<![\w.])-?\d+(\.\d+)?(e-?\d+)?", "N", message)[:120]
+    message = re.sub(r"(?<![\w./:-])-?\d+(\.\d+)?(e-?\d+)?(?![\w./])", "N", message)
+    return message if len(message) <= 240 else message[:240].rsplit(" ", 1)[0] + " …"
 
 
 def summary(graded: list[Graded], context: dict) -> str:
     lines = [f"# The class: {len(graded)} submission(s)", ""]
     lines += [f"Graded against the workbook at {context['commit'][:12]}, LibTorch {context['libtorch']}; "
-              f"earlier exercises: `{context['earlier']}` (Note [earlier exercises]); the kits took "
+              f"earlier exercises: `{context['earlier']}`; the kits took "
               f"{context.get('kit_s', 0):.0f} s, the submissions {sum(g.seconds for g in graded):.0f} s in all.", ""]
     not_graded = [g for g in graded if g.error]
     if not_graded:
