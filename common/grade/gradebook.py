@@ -21,7 +21,7 @@ class ExerciseResult:
     total: int = 0
     message: str = ""     # why not full marks: the first failure, or the bound hit; "" when full
     seconds: float = 0.0  # its tests' wall time
-    rule: str = "own"     # "own", or "reference-earlier" (Note [earlier exercises] in grade.py)
+    rule: str = "own"     # "own", or "reference-earlier" (Note [earlier exercises] in grader.py)
     shown: str = ""       # what results.json (the student) is told in place of `message`; "" for the same
 
 
@@ -31,7 +31,7 @@ class Graded:
     chapters: dict  # chapter id -> [ExerciseResult]
     error: str = ""  # why the whole submission could not be graded
     seconds: float = 0.0
-    timings: dict = dataclasses.field(default_factory=dict)  # chapter id -> the timing pass's (grade.py)
+    timings: dict = dataclasses.field(default_factory=dict)  # chapter id -> the timing pass's (grader.py)
 
     def score(self) -> tuple[float, float]:
         results = [r for rs in self.chapters.values() for r in rs]
@@ -151,3 +151,32 @@ def summary(graded: list[Graded], context: dict) -> str:
                   (f"; median {ratios[len(ratios) // 2]:.2f}×, fastest {ratios[0]:.2f}×, slowest {ratios[-1]:.2f}×"
                    if ratios else "")]
     return "\n".join(lines) + "\n"
+
+
+def read_grading_file(path: Path) -> dict:
+    """The grading file: {"default": points, "points": {"exN.M": points}, "partial": bool, "earlier": "both"|"own"};
+    a ValueError, one line, for anything else."""
+    try:
+        data = json.loads(path.read_text())
+    except OSError as e:
+        raise ValueError(f"--points {path}: {e.strerror.lower() if e.strerror else e}") from None
+    except ValueError as e:
+        raise ValueError(f"--points {path} is not JSON: {e}") from None
+    number = (int, float)
+    kinds = {"default": number, "points": dict, "partial": bool, "earlier": str}
+    if not isinstance(data, dict):
+        raise ValueError(f"--points {path}: an object is expected, with keys {', '.join(kinds)}")
+    for key, value in data.items():
+        if key not in kinds:
+            raise ValueError(f"--points {path}: unknown key {key!r} (the keys are {', '.join(kinds)})")
+        if not isinstance(value, kinds[key]) or isinstance(value, bool) != (kinds[key] is bool):
+            raise ValueError(f"--points {path}: {key!r} is {value!r}; it takes "
+                             f"{ {'default': 'a number', 'points': 'an object', 'partial': 'true or false', 'earlier': 'a string'}[key]}")
+    if data.get("earlier", "both") not in ("both", "own"):
+        raise ValueError(f"--points {path}: 'earlier' is {data['earlier']!r}; it takes \"both\" or \"own\"")
+    for exercise, value in data.get("points", {}).items():
+        if not re.fullmatch(r"ex\d+\.\d+", exercise) or not isinstance(value, number) or isinstance(value, bool) \
+                or value < 0:
+            raise ValueError(f"--points {path}: \"points\" maps exercises (ex13.2) to points >= 0, not "
+                             f"{exercise!r}: {value!r}")
+    return data

@@ -7,7 +7,7 @@ everything else is made once per chapter, into build/<preset>/grade-kit/chNN:
   objects/      the chapter's given files compiled; each exercise file compiled
                 as the skeleton (what a file not submitted, or not compiling,
                 links as) and as the reference (an earlier exercise's, for the
-                rule in Note [earlier exercises] of grade.py)
+                rule in Note [earlier exercises] of grader.py)
   link/         the test binary's other inputs: the tests' objects, the common
                 library, the used chapters' reference libraries, the runners
   kit.json      the compile command of an exercise file and the link command,
@@ -85,7 +85,7 @@ def prepare(source: Path, build: Path, chapter: str, workbook: Path, libtorch: s
             own_tests: Path | None = None) -> Path:
     """root: where chapters/ and solutions/ are; the workbook's own (source) unless the grader's fixture
     chapter (tests/grade/fixture) is graded. own_tests: the instructor's tests, OWN_TESTS/chNN/*.cpp,
-    compiled into the test binary beside the chapter's (Note [the instructor's tests] in grade.py)."""
+    compiled into the test binary beside the chapter's (Note [the instructor's tests] in grader.py)."""
     root = root or source
     manifest = load_manifest(root, chapter)
     folder, cid = manifest["folder"], manifest["id"]

@@ -6,7 +6,6 @@ import hashlib
 import io
 import json
 import csv
-import os
 import re
 import shutil
 import socket

@@ -2,7 +2,7 @@
 
 The reference is a full-marks student; one student per mutant below carries that known-wrong solution
 (tests/mutants/) in one exercise; two are the skeleton with some exercises done. Each must get exactly
-the expected points, under both rules of Note [earlier exercises] (common/grade/grade.py): with `both`,
+the expected points, under both rules of Note [earlier exercises] (common/grade/grader.py): with `both`,
 a mistake in an earlier exercise costs only its own points; with `own`, the later exercises that call
 it fail too.
 """
