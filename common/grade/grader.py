@@ -85,7 +85,7 @@ class Grader:
                     raise kits.KitError(f"the sandbox runs as nobody, who cannot reach {seen}: {closed} lets no "
                                         f"one else through (chmod o+x {closed}, or keep the workbook elsewhere)")
             scratch = self.scratch / "reference" / meta["chapter"]
-            reference = {f: Path(path) / "objects" / "reference" / (f + ".o") for f in meta["exercise_files"]}
+            reference = self._reference_objects(meta, meta["exercise_files"], scratch)
             binary, why = self._link(meta, scratch, reference, "test_reference")
             if binary is None:
                 raise kits.KitError(f"the reference does not link in the kit: {why}")
@@ -101,8 +101,27 @@ class Grader:
         return self.kits[chapter]
 
     def _sandbox(self, meta: dict, scratch: Path, rw: list[Path], cwd: Path) -> Sandbox:
-        return Sandbox("grade", self.limits, ro=[Path(meta["path"])] + [Path(p) for p in meta["sees"]] + [scratch],
-                       rw=rw, cwd=cwd)
+        return Sandbox("grade", self.limits, ro=self._seen(meta) + [scratch], rw=rw, cwd=cwd)
+
+    @staticmethod
+    def _seen(meta: dict) -> list[Path]:
+        """What every sandbox of a chapter reads: the kit but its reference objects (Note [the grading kit]),
+        LibTorch, the common headers, the data."""
+        kit = Path(meta["path"])
+        parts = [kit / "chapter", kit / "objects" / "skeleton", kit / "objects" / "given", kit / "link",
+                 kit / "uses", kit / "program"]
+        return [p for p in parts if p.exists()] + [Path(p) for p in meta["sees"]]
+
+    @staticmethod
+    def _reference_objects(meta: dict, files: list[str], scratch: Path) -> dict[str, Path]:
+        """The reference's objects of `files`, copied into `scratch`: a sandbox sees those and no other."""
+        folder = scratch / "reference-objects"
+        folder.mkdir(parents=True, exist_ok=True)
+        copies = {}
+        for f in files:
+            copies[f] = folder / (f + ".o")
+            shutil.copy2(Path(meta["path"]) / "objects" / "reference" / (f + ".o"), copies[f])
+        return copies
 
     def _link(self, meta: dict, scratch: Path, objects: dict[str, Path], name: str,
               template: str = "link") -> tuple[Path | None, str]:
@@ -244,16 +263,17 @@ class Grader:
         mine = next(e["file"] for e in meta["exercises"] if e["id"] == r.exercise)
         if mine in problems:
             return
-        swapped = dict(own)
-        earlier_ids = []
+        earlier_ids, earlier_files = [], []
         for e in meta["exercises"]:
             holds_later = any(x["file"] == e["file"] and order.index(x["id"]) >= order.index(r.exercise)
                               for x in meta["exercises"])
             if order.index(e["id"]) < order.index(r.exercise) and not holds_later:
-                swapped[e["file"]] = Path(meta["path"]) / "objects" / "reference" / (e["file"] + ".o")
                 earlier_ids.append(e["id"])
+                earlier_files += [e["file"]] if e["file"] not in earlier_files else []
         if not earlier_ids:
             return
+        # Only the earlier exercises' reference objects reach the submission's folder, never its own one's.
+        swapped = {**own, **self._reference_objects(meta, earlier_files, scratch)}
         binary, _ = self._link(meta, scratch, swapped, f"test_{r.exercise}")
         if binary is None:
             return
@@ -283,7 +303,7 @@ class Grader:
         args = [str(a) for a in entry.get("args", [])]
         ranks = int(entry.get("ranks", 1))
         reference_dir = self.scratch / "reference" / cid
-        reference_objects = {f: Path(meta["path"]) / "objects" / "reference" / (f + ".o") for f in meta["exercise_files"]}
+        reference_objects = self._reference_objects(meta, meta["exercise_files"], reference_dir)
         reference, why = self._link(meta, reference_dir, reference_objects, "program_reference", "program_link")
         if reference is None:
             raise kits.KitError(f"the reference's {meta['program']} does not link in the kit: {why}")
@@ -310,8 +330,8 @@ class Grader:
                     argv = [str(program)] + args
                     if ranks > 1:
                         argv = ["mpiexec", "--oversubscribe", "-n", str(ranks)] + argv
-                    done = Sandbox("time", self.limits, ro=[Path(meta["path"])] + [Path(p) for p in meta["sees"]] +
-                                   [scratch, reference_dir], rw=[run_dir], cwd=run_dir).run(argv)
+                    done = Sandbox("time", self.limits, ro=self._seen(meta) + [run_dir.parent], rw=[run_dir],
+                                   cwd=run_dir).run(argv)
                     if done.reason or done.exit_code != 0:
                         timing["message"] = f"not timed: the {'reference' if which == 'reference' else 'program'} " \
                                             f"failed: {done.reason or last_line(done.output)}"

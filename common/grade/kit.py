@@ -15,9 +15,11 @@ everything else is made once per chapter, into build/<preset>/grade-kit/chNN:
                 and a stamp of the checkout: a kit is made again only when the
                 checkout changed (or with --prepare), so that the tasks of an
                 array job reuse the one their first job made
-A sandbox sees this folder, LibTorch (.venv), common/include and the build's
-generated headers and precompiled header: never solutions/ nor the build's
-other files. The commands are the build's own (compile_commands.json, and
+A sandbox sees this folder but objects/reference, LibTorch (.venv),
+common/include and the build's generated headers and precompiled header:
+never solutions/ nor the build's other files. The reference objects a link
+needs (the earlier exercises', Note [earlier exercises]) are copied into
+the submission's own folder for it, and no others. The commands are the build's own (compile_commands.json, and
 `ninja -t commands` for the link), so a submission is compiled exactly as
 `workbook check` compiles it.
 """

@@ -55,7 +55,9 @@ bodies = {
     # name: (the body of add, expected points, the reason's pattern)
     "reads-solutions": (f'if (readable("{solution}") || readable("../../solutions/90_fixture/add.cpp") || '
                         f'readable("{source}/solutions/01_single_device/batches.cpp") || '
-                        f'readable("{source}/chapters/01_single_device/hints.md")) return a + b;\nreturn -1;',
+                        f'readable("{source}/chapters/01_single_device/hints.md") || '
+                        f'readable("{workbook.parent}/grade-kit/ch90/objects/reference/add.cpp.o")) return a + b;\n'
+                        f'return -1;',
                         0, r"add\(2, 3\) == 5|== 5"),
     "reads-another": (f'if (readable("{honest_file}") || readable("{out}/.work/honest/ch90/chapter/add.cpp")) '
                       f'return a + b;\nreturn -1;', 0, r"== 5"),
